@@ -1,0 +1,185 @@
+//! Builds the C shim (`src/host.c`), stamps out the two export layers from `src/ffi/exports.list`
+//! and regenerates the four headers in `include/` with cbindgen (CI fails when they are stale).
+
+use std::collections::HashMap;
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+struct Export {
+    revs: String,
+    header: String,
+    name: String,
+    params: Vec<(String, String)>,
+    ret: Option<String>,
+    default: Option<String>,
+}
+
+fn parse_list(text: &str) -> Vec<Export> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let bad = |what: &str| -> ! { panic!("exports.list:{}: {}: {}", n + 1, what, line) };
+        let (revs, rest) = line.split_once(char::is_whitespace).unwrap_or_else(|| bad("no revs"));
+        let (header, rest) = rest.trim().split_once(char::is_whitespace).unwrap_or_else(|| bad("no header"));
+        let (revs, header, rest) = (revs.to_string(), header.to_string(), rest.trim());
+        let open = rest.find('(').unwrap_or_else(|| bad("no ("));
+        let close = rest.rfind(')').unwrap_or_else(|| bad("no )"));
+        let name = rest[..open].trim().to_string();
+        let params = rest[open + 1..close]
+            .split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                let (n, t) = p.split_once(':').unwrap_or_else(|| bad("param without type"));
+                (n.trim().to_string(), t.trim().to_string())
+            })
+            .collect();
+        let tail = rest[close + 1..].trim();
+        let (tail, default) = match tail.split_once(" or ") {
+            Some((t, d)) => (t.trim(), Some(d.trim().to_string())),
+            None => (tail, None),
+        };
+        let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
+        assert!(["both", "lm", "wsp"].contains(&revs.as_str()), "exports.list:{}: bad revs", n + 1);
+        assert!(["api", "impl"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
+        out.push(Export { revs, header, name, params, ret, default });
+    }
+    out
+}
+
+/// The per-prefix type names used in exports.list, their Rust meaning, and their C spelling
+/// (`None`: the C name is a typedef of the preamble and is written as is).
+fn type_aliases(rev: &str) -> Vec<(&'static str, String, Option<&'static str>)> {
+    let r = rev;
+    vec![
+        ("ggml_backend_buffer_type_t", format!("*mut BufferType<{r}>"), None),
+        ("ggml_backend_buffer_t", format!("*mut Buffer<{r}>"), None),
+        ("ggml_backend_event_t", format!("*mut Event<{r}>"), None),
+        ("ggml_backend_t", format!("*mut Backend<{r}>"), None),
+        ("ggml_backend_graph_plan_t", "GraphPlan".into(), None),
+        ("ggml_backend_reg_t", format!("*mut Reg<{r}>"), None),
+        ("ggml_backend_dev_t", format!("*mut Device<{r}>"), None),
+        ("ggml_guid_t", "*mut Guid".into(), None),
+        ("ggml_backend_sched_eval_callback", format!("SchedEvalCallback<{r}>"), None),
+        ("ggml_backend_eval_callback", format!("CompareCallback<{r}>"), None),
+        ("ggml_tensor", format!("Tensor<{r}>"), Some("struct")),
+        ("ggml_cgraph", format!("CGraph<{r}>"), Some("struct")),
+        ("ggml_backend_buffer_i", format!("BufferI<{r}>"), Some("struct")),
+        ("ggml_backend_dev_props", "DevProps".into(), Some("struct")),
+        ("ggml_backend_graph_copy", format!("GraphCopy<{r}>"), Some("struct")),
+        ("ggml_status", "Status".into(), Some("enum")),
+        ("ggml_backend_buffer_usage", "BufferUsage".into(), Some("enum")),
+        // the enum shares its name with the function `ggml_backend_dev_type`, so its Rust alias differs
+        ("ggml_backend_dev_type_enum", "DevType".into(), Some("enum ggml_backend_dev_type")),
+    ]
+}
+
+fn export_fn(e: &Export, p: &str, rev: &str) -> String {
+    let sub = |s: &str| s.replace("{p}", p);
+    let params: Vec<String> = e.params.iter().map(|(n, t)| format!("{}: {}", n, sub(t))).collect();
+    let args: Vec<&str> = e.params.iter().map(|(n, _)| n.as_str()).collect();
+    let ret = e.ret.as_ref().map(|r| format!(" -> {}", sub(r))).unwrap_or_default();
+    let default = match &e.default {
+        Some(d) => format!("crate::abi::{}", d),
+        None => "crate::ffi::FfiDefault::ffi_default()".into(),
+    };
+    format!(
+        "#[no_mangle]\npub extern \"C\" fn {p}ggml_backend_{name}({params}){ret} {{\n    crate::ffi::guard::<{rev}, _>(\"{p}ggml_backend_{name}\", {default}, || crate::ffi::glue::{name}::<{rev}>({args}))\n}}\n\n",
+        name = e.name,
+        params = params.join(", "),
+        args = args.join(", "),
+    )
+}
+
+/// Keeps `@lm{ ... }@` / `@wsp{ ... }@` blocks of the revision, drops the other's; fills @p@/@P@.
+fn render_template(text: &str, rev_tag: &str, p: &str) -> String {
+    let mut out = String::new();
+    let mut keep = true;
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(tag) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
+            keep = tag == rev_tag;
+            continue;
+        }
+        if t == "}@" {
+            keep = true;
+            continue;
+        }
+        if keep {
+            out.push_str(&line.replace("@p@", p).replace("@P@", &p.to_uppercase()));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn write_if_changed(path: &Path, text: &str) {
+    if fs::read_to_string(path).ok().as_deref() != Some(text) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+}
+
+fn main() {
+    let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    for f in ["src/host.c", "src/ffi/exports.list", "cbindgen.toml", "cbindgen/ggml-backend.h.in", "cbindgen/ggml-backend-impl.h.in"] {
+        println!("cargo:rerun-if-changed={}", f);
+    }
+
+    cc::Build::new().file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden").compile("ggml_rs_host");
+
+    let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
+    for (tag, rev) in [("lm", "Lm"), ("wsp", "Wsp")] {
+        let p = format!("{}_", tag);
+        let aliases = type_aliases(rev);
+        let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
+        for (name, rust, _) in &aliases {
+            prelude.push_str(&format!("pub type {p}{name} = {rust};\n"));
+        }
+        prelude.push('\n');
+        let mut all = prelude.clone();
+        let mut per_header: HashMap<&str, String> = HashMap::new();
+        for e in list.iter().filter(|e| e.revs == "both" || e.revs == tag) {
+            let f = export_fn(e, &p, rev);
+            all.push_str(&f);
+            per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&f);
+        }
+        write_if_changed(&out.join(format!("exports_{tag}.rs")), &all);
+
+        for (header, template, file) in [
+            ("api", "cbindgen/ggml-backend.h.in", "ggml-backend.h"),
+            ("impl", "cbindgen/ggml-backend-impl.h.in", "ggml-backend-impl.h"),
+        ] {
+            let src = out.join(format!("cbindgen_{tag}_{header}.rs"));
+            write_if_changed(&src, per_header.get(header).map(String::as_str).unwrap_or(""));
+            let mut cfg = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
+            cfg.after_includes = Some(render_template(&fs::read_to_string(root.join(template)).unwrap(), tag, &p));
+            cfg.function.prefix = Some(format!("{}GGML_BACKEND_API", p.to_uppercase()));
+            for (name, _, keyword) in &aliases {
+                let full = format!("{p}{name}");
+                cfg.export.exclude.push(full.clone());
+                match keyword {
+                    Some(k) if k.contains(' ') => {
+                        let (kw, c_name) = k.split_once(' ').unwrap();
+                        cfg.export.rename.insert(full.clone(), format!("{kw} {p}{c_name}"));
+                    }
+                    Some(k) => {
+                        cfg.export.rename.insert(full.clone(), format!("{k} {full}"));
+                    }
+                    None => {}
+                }
+            }
+            let bindings = cbindgen::Builder::new()
+                .with_config(cfg)
+                .with_src(&src)
+                .generate()
+                .unwrap_or_else(|e| panic!("cbindgen failed on {}: {}", src.display(), e));
+            bindings.write_to_file(root.join("include").join(tag).join(file));
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! `#[repr(C)]` mirrors of the ggml structs this library reads or writes, for both ggml revisions.
+//!
+//! The two revisions (llama.rn 0.4.4 = `lm_`, whisper.rn 0.4.3 = `wsp_`) share almost every layout;
+//! the few differences are the associated types and constants of [`Rev`], so every other module is
+//! written once, generic over `R: Rev`. The layouts are checked against the hosts' own headers by
+//! `tests_c/layout.c` + `tests/layout.rs`, not assumed.
+
+pub mod lm;
+pub mod types;
+pub mod wsp;
+
+use std::ffi::{c_char, c_void};
+
+pub use lm::Lm;
+pub use types::type_traits;
+pub use wsp::Wsp;
+
+pub const MAX_DIMS: usize = 4;
+pub const MAX_SRC: usize = 10;
+pub const MAX_OP_PARAMS: usize = 64;
+pub const MAX_NAME: usize = 64;
+/// ggml's `TENSOR_ALIGNMENT`: what the CPU buffer type reports as its alignment.
+pub const TENSOR_ALIGNMENT: usize = 32;
+/// ggml's `ggml_aligned_malloc` alignment: CPU buffer bases are aligned this much.
+pub const BUFFER_BASE_ALIGNMENT: usize = 64;
+
+/// `enum ggml_status` (same values in both revisions).
+pub type Status = i32;
+pub const STATUS_ALLOC_FAILED: Status = -2;
+pub const STATUS_FAILED: Status = -1;
+pub const STATUS_SUCCESS: Status = 0;
+pub const STATUS_ABORTED: Status = 1;
+
+/// `enum ggml_log_level`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum LogLevel {
+    None = 0,
+    Debug = 1,
+    Info = 2,
+    Warn = 3,
+    Error = 4,
+    Cont = 5,
+}
+
+/// `enum ggml_backend_buffer_usage`.
+pub type BufferUsage = i32;
+pub const USAGE_ANY: BufferUsage = 0;
+pub const USAGE_WEIGHTS: BufferUsage = 1;
+pub const USAGE_COMPUTE: BufferUsage = 2;
+
+/// `enum ggml_backend_dev_type`.
+pub type DevType = i32;
+pub const DEV_TYPE_CPU: DevType = 0;
+pub const DEV_TYPE_GPU: DevType = 1;
+pub const DEV_TYPE_ACCEL: DevType = 2;
+
+/// What differs between the two ggml revisions. Implemented by the zero-sized markers [`Lm`] and [`Wsp`].
+pub trait Rev: 'static + Sized + Send + Sync {
+    /// Symbol prefix, e.g. `"lm_"`.
+    const PREFIX: &'static str;
+    /// Macro prefix used for environment variables, e.g. `"LM_"`.
+    const ENV_PREFIX: &'static str;
+    /// Stock name lookups compare with `strcmp` in lm and case-insensitively in wsp.
+    const CASE_INSENSITIVE_NAMES: bool;
+    /// wsp checks `reg->api_version` of dynamically loaded backends.
+    const BACKEND_API_VERSION: i32;
+    /// Number of entries of `enum ggml_type` (`GGML_TYPE_COUNT`).
+    const TYPE_COUNT: i32;
+    /// Type ids below `TYPE_COUNT` whose support was removed (their slots stay empty).
+    const REMOVED_TYPES: &'static [i32];
+    /// `ggml_nbytes` returns 0 for a tensor with a dimension <= 0 in wsp, not in lm.
+    const NBYTES_ZERO_FOR_EMPTY: bool;
+    /// `GGML_OP_VIEW`, `RESHAPE`, `PERMUTE`, `TRANSPOSE`, in that order.
+    const VIEW_OPS: [i32; 4];
+
+    /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
+    /// `void` in lm, `enum ggml_status` in wsp.
+    type InitRet: Copy + 'static;
+    /// Leading fields of `struct ggml_backend_reg`: nothing in lm, `int api_version` in wsp.
+    type RegHeader: Copy + 'static;
+    /// Extra field of `struct ggml_cgraph` after `leafs`: nothing in lm, `int32_t * use_counts` in wsp.
+    type UseCounts: Copy + 'static;
+
+    fn init_ret(status: Status) -> Self::InitRet;
+    fn init_status(ret: Self::InitRet) -> Status;
+    fn reg_header() -> Self::RegHeader;
+    fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
+
+    /// Per-revision statics (generic statics do not exist in Rust).
+    fn statics() -> &'static crate::buffer::CpuStatics<Self>;
+    fn registry() -> &'static crate::registry::Registry<Self>;
+    /// The host's functions this library may call, found through weak references.
+    fn host() -> &'static crate::host::HostFns<Self>;
+}
+
+#[repr(C)]
+pub struct Tensor<R: Rev> {
+    pub type_: i32,
+    /// lm: the deprecated `enum ggml_backend_type backend`; wsp: padding before `buffer`.
+    pub backend_or_pad: i32,
+    pub buffer: *mut Buffer<R>,
+    pub ne: [i64; MAX_DIMS],
+    pub nb: [usize; MAX_DIMS],
+    pub op: i32,
+    pub op_params: [i32; MAX_OP_PARAMS / 4],
+    pub flags: i32,
+    pub src: [*mut Tensor<R>; MAX_SRC],
+    pub view_src: *mut Tensor<R>,
+    pub view_offs: usize,
+    pub data: *mut c_void,
+    pub name: [c_char; MAX_NAME],
+    pub extra: *mut c_void,
+    pub padding: [c_char; 8],
+}
+
+#[repr(C)]
+pub struct HashSet<R: Rev> {
+    pub size: usize,
+    pub used: *mut u32,
+    pub keys: *mut *mut Tensor<R>,
+}
+
+#[repr(C)]
+pub struct CGraph<R: Rev> {
+    pub size: i32,
+    pub n_nodes: i32,
+    pub n_leafs: i32,
+    pub nodes: *mut *mut Tensor<R>,
+    pub grads: *mut *mut Tensor<R>,
+    pub grad_accs: *mut *mut Tensor<R>,
+    pub leafs: *mut *mut Tensor<R>,
+    pub use_counts: R::UseCounts,
+    pub visited_hash_set: HashSet<R>,
+    pub order: i32,
+}
+
+pub type GraphPlan = *mut c_void;
+
+// ---------------------------------------------------------------- buffer type
+
+#[repr(C)]
+pub struct BufferTypeI<R: Rev> {
+    pub get_name: Option<unsafe extern "C" fn(*mut BufferType<R>) -> *const c_char>,
+    pub alloc_buffer: Option<unsafe extern "C" fn(*mut BufferType<R>, usize) -> *mut Buffer<R>>,
+    pub get_alignment: Option<unsafe extern "C" fn(*mut BufferType<R>) -> usize>,
+    pub get_max_size: Option<unsafe extern "C" fn(*mut BufferType<R>) -> usize>,
+    pub get_alloc_size: Option<unsafe extern "C" fn(*mut BufferType<R>, *const Tensor<R>) -> usize>,
+    pub is_host: Option<unsafe extern "C" fn(*mut BufferType<R>) -> bool>,
+}
+
+#[repr(C)]
+pub struct BufferType<R: Rev> {
+    pub iface: BufferTypeI<R>,
+    pub device: *mut Device<R>,
+    pub context: *mut c_void,
+}
+
+// ---------------------------------------------------------------- buffer
+
+#[repr(C)]
+pub struct BufferI<R: Rev> {
+    pub free_buffer: Option<unsafe extern "C" fn(*mut Buffer<R>)>,
+    pub get_base: Option<unsafe extern "C" fn(*mut Buffer<R>) -> *mut c_void>,
+    pub init_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>) -> R::InitRet>,
+    pub memset_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>, u8, usize, usize)>,
+    pub set_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>, *const c_void, usize, usize)>,
+    pub get_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mut c_void, usize, usize)>,
+    pub cpy_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mut Tensor<R>) -> bool>,
+    pub clear: Option<unsafe extern "C" fn(*mut Buffer<R>, u8)>,
+    pub reset: Option<unsafe extern "C" fn(*mut Buffer<R>)>,
+}
+
+impl<R: Rev> BufferI<R> {
+    pub const EMPTY: Self = BufferI {
+        free_buffer: None,
+        get_base: None,
+        init_tensor: None,
+        memset_tensor: None,
+        set_tensor: None,
+        get_tensor: None,
+        cpy_tensor: None,
+        clear: None,
+        reset: None,
+    };
+}
+
+#[repr(C)]
+pub struct Buffer<R: Rev> {
+    pub iface: BufferI<R>,
+    pub buft: *mut BufferType<R>,
+    pub context: *mut c_void,
+    pub size: usize,
+    pub usage: BufferUsage,
+}
+
+// ---------------------------------------------------------------- backend (stream)
+
+#[repr(C)]
+pub struct BackendI<R: Rev> {
+    pub get_name: Option<unsafe extern "C" fn(*mut Backend<R>) -> *const c_char>,
+    pub free: Option<unsafe extern "C" fn(*mut Backend<R>)>,
+    pub set_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Tensor<R>, *const c_void, usize, usize)>,
+    pub get_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *const Tensor<R>, *mut c_void, usize, usize)>,
+    pub cpy_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Backend<R>, *const Tensor<R>, *mut Tensor<R>) -> bool>,
+    pub synchronize: Option<unsafe extern "C" fn(*mut Backend<R>)>,
+    pub graph_plan_create: Option<unsafe extern "C" fn(*mut Backend<R>, *const CGraph<R>) -> GraphPlan>,
+    pub graph_plan_free: Option<unsafe extern "C" fn(*mut Backend<R>, GraphPlan)>,
+    pub graph_plan_update: Option<unsafe extern "C" fn(*mut Backend<R>, GraphPlan, *const CGraph<R>)>,
+    pub graph_plan_compute: Option<unsafe extern "C" fn(*mut Backend<R>, GraphPlan) -> Status>,
+    pub graph_compute: Option<unsafe extern "C" fn(*mut Backend<R>, *mut CGraph<R>) -> Status>,
+    pub event_record: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Event<R>)>,
+    pub event_wait: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Event<R>)>,
+}
+
+/// `ggml_guid`: 16 bytes; `ggml_guid_t` points at one.
+pub type Guid = [u8; 16];
+
+#[repr(C)]
+pub struct Backend<R: Rev> {
+    pub guid: *mut Guid,
+    pub iface: BackendI<R>,
+    pub device: *mut Device<R>,
+    pub context: *mut c_void,
+}
+
+#[repr(C)]
+pub struct Event<R: Rev> {
+    pub device: *mut Device<R>,
+    pub context: *mut c_void,
+}
+
+// ---------------------------------------------------------------- device
+
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct DevCaps {
+    pub async_: bool,
+    pub host_buffer: bool,
+    pub buffer_from_host_ptr: bool,
+    pub events: bool,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct DevProps {
+    pub name: *const c_char,
+    pub description: *const c_char,
+    pub memory_free: usize,
+    pub memory_total: usize,
+    pub type_: DevType,
+    pub caps: DevCaps,
+}
+
+#[repr(C)]
+pub struct DeviceI<R: Rev> {
+    pub get_name: Option<unsafe extern "C" fn(*mut Device<R>) -> *const c_char>,
+    pub get_description: Option<unsafe extern "C" fn(*mut Device<R>) -> *const c_char>,
+    pub get_memory: Option<unsafe extern "C" fn(*mut Device<R>, *mut usize, *mut usize)>,
+    pub get_type: Option<unsafe extern "C" fn(*mut Device<R>) -> DevType>,
+    pub get_props: Option<unsafe extern "C" fn(*mut Device<R>, *mut DevProps)>,
+    pub init_backend: Option<unsafe extern "C" fn(*mut Device<R>, *const c_char) -> *mut Backend<R>>,
+    pub get_buffer_type: Option<unsafe extern "C" fn(*mut Device<R>) -> *mut BufferType<R>>,
+    pub get_host_buffer_type: Option<unsafe extern "C" fn(*mut Device<R>) -> *mut BufferType<R>>,
+    pub buffer_from_host_ptr: Option<unsafe extern "C" fn(*mut Device<R>, *mut c_void, usize, usize) -> *mut Buffer<R>>,
+    pub supports_op: Option<unsafe extern "C" fn(*mut Device<R>, *const Tensor<R>) -> bool>,
+    pub supports_buft: Option<unsafe extern "C" fn(*mut Device<R>, *mut BufferType<R>) -> bool>,
+    pub offload_op: Option<unsafe extern "C" fn(*mut Device<R>, *const Tensor<R>) -> bool>,
+    pub event_new: Option<unsafe extern "C" fn(*mut Device<R>) -> *mut Event<R>>,
+    pub event_free: Option<unsafe extern "C" fn(*mut Device<R>, *mut Event<R>)>,
+    pub event_synchronize: Option<unsafe extern "C" fn(*mut Device<R>, *mut Event<R>)>,
+}
+
+#[repr(C)]
+pub struct Device<R: Rev> {
+    pub iface: DeviceI<R>,
+    pub reg: *mut Reg<R>,
+    pub context: *mut c_void,
+}
+
+// ---------------------------------------------------------------- registry entry (reg)
+
+#[repr(C)]
+pub struct RegI<R: Rev> {
+    pub get_name: Option<unsafe extern "C" fn(*mut Reg<R>) -> *const c_char>,
+    pub get_device_count: Option<unsafe extern "C" fn(*mut Reg<R>) -> usize>,
+    pub get_device: Option<unsafe extern "C" fn(*mut Reg<R>, usize) -> *mut Device<R>>,
+    pub get_proc_address: Option<unsafe extern "C" fn(*mut Reg<R>, *const c_char) -> *mut c_void>,
+}
+
+#[repr(C)]
+pub struct Reg<R: Rev> {
+    pub header: R::RegHeader,
+    pub iface: RegI<R>,
+    pub context: *mut c_void,
+}
+
+/// `struct ggml_backend_graph_copy`, returned by value.
+#[repr(C)]
+pub struct GraphCopy<R: Rev> {
+    pub buffer: *mut Buffer<R>,
+    pub ctx_allocated: *mut c_void,
+    pub ctx_unallocated: *mut c_void,
+    pub graph: *mut CGraph<R>,
+}
+
+/// `ggml_backend_sched_eval_callback`.
+pub type SchedEvalCallback<R> = Option<unsafe extern "C" fn(*mut Tensor<R>, bool, *mut c_void) -> bool>;
+/// `ggml_backend_eval_callback` of `compare_graph_backend`.
+pub type CompareCallback<R> = Option<unsafe extern "C" fn(i32, *mut Tensor<R>, *mut Tensor<R>, *mut c_void) -> bool>;
+pub mod vtable;
+
+/// `derive(Clone, Copy)` would require `R: Copy`; these structs are plain pointers whatever `R` is.
+macro_rules! impl_copy {
+    ($($t:ident),*) => {$(
+        impl<R: Rev> Clone for $t<R> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<R: Rev> Copy for $t<R> {}
+    )*};
+}
+impl_copy!(HashSet, CGraph, BufferTypeI, BufferI, BackendI, DeviceI, RegI);

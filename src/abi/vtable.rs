@@ -1,0 +1,372 @@
+//! The one place where pointers handed over by C become Rust references and where the C vtables
+//! of ggml's backend structs are called. Everything above this module is safe Rust.
+//!
+//! Trust model: a non-NULL handle passed to a ggml-backend function points to a live object of the
+//! revision's layout (that is the C contract; we cannot check more). Optional vtable entries are
+//! checked before every call and a missing one is an `Err`, never a jump to NULL.
+
+use super::*;
+use crate::error::Result;
+use crate::{bail, ensure};
+use std::ffi::CStr;
+
+/// Borrows a C object; `None` for NULL.
+pub fn obj<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: per the trust model above, a non-NULL handle points to a live object.
+    unsafe { p.as_ref() }
+}
+
+/// Mutably borrows a C object; `None` for NULL.
+pub fn obj_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: per the trust model above; callers do not hold two borrows of one object.
+    unsafe { p.as_mut() }
+}
+
+/// Reads a C string for messages and comparisons (`"(null)"` for NULL).
+pub fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        return "(null)".into();
+    }
+    // SAFETY: names handed to us by ggml and its backends are NUL-terminated.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// Copies `len` bytes (the C side guarantees both ranges are valid; we checked them against the tensor).
+pub fn copy_bytes(dst: *mut c_void, src: *const c_void, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: caller checked both pointers non-NULL and the ranges in bounds of their buffers.
+    unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) }
+}
+
+pub fn fill_bytes(dst: *mut c_void, value: u8, len: usize) {
+    if len == 0 {
+        return;
+    }
+    // SAFETY: caller checked dst non-NULL and the range in bounds of its buffer.
+    unsafe { std::ptr::write_bytes(dst as *mut u8, value, len) }
+}
+
+impl<R: Rev> Tensor<R> {
+    pub fn name(&self) -> String {
+        let bytes: Vec<u8> = self.name.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+    pub fn view_src(&self) -> Option<&Tensor<R>> {
+        obj(self.view_src)
+    }
+    /// The buffer holding the tensor's data: the view source's for views, as stock does.
+    pub fn data_buffer(&self) -> *mut Buffer<R> {
+        match self.view_src() {
+            Some(v) => v.buffer,
+            None => self.buffer,
+        }
+    }
+}
+
+macro_rules! call {
+    ($iface:expr, $f:ident, $what:expr) => {
+        match $iface.$f {
+            Some(f) => f,
+            None => bail!("{} does not implement {}", $what, stringify!($f)),
+        }
+    };
+}
+
+impl<R: Rev> BufferType<R> {
+    fn me(&self) -> *mut Self {
+        self as *const Self as *mut Self
+    }
+    pub fn name(&self) -> Result<*const c_char> {
+        let f = call!(self.iface, get_name, "buffer type");
+        // SAFETY: vtable entry of a live buffer type, called with itself.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn alloc(&self, size: usize) -> Result<*mut Buffer<R>> {
+        let f = call!(self.iface, alloc_buffer, "buffer type");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me(), size) })
+    }
+    pub fn alignment(&self) -> Result<usize> {
+        let f = call!(self.iface, get_alignment, "buffer type");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn max_size(&self) -> usize {
+        match self.iface.get_max_size {
+            // SAFETY: as above.
+            Some(f) => unsafe { f(self.me()) },
+            None => usize::MAX,
+        }
+    }
+    pub fn custom_alloc_size(&self, t: &Tensor<R>) -> Option<usize> {
+        // SAFETY: as above; the tensor is live.
+        self.iface.get_alloc_size.map(|f| unsafe { f(self.me(), t) })
+    }
+    pub fn is_host(&self) -> bool {
+        // SAFETY: as above.
+        self.iface.is_host.map(|f| unsafe { f(self.me()) }).unwrap_or(false)
+    }
+}
+
+impl<R: Rev> Buffer<R> {
+    pub fn me(&self) -> *mut Self {
+        self as *const Self as *mut Self
+    }
+    pub fn buft(&self) -> Result<&BufferType<R>> {
+        match obj(self.buft) {
+            Some(b) => Ok(b),
+            None => bail!("buffer has no buffer type"),
+        }
+    }
+    pub fn base(&self) -> Result<*mut c_void> {
+        if self.size == 0 {
+            return Ok(std::ptr::null_mut());
+        }
+        let f = call!(self.iface, get_base, "buffer");
+        // SAFETY: vtable entry of a live buffer, called with itself.
+        let base = unsafe { f(self.me()) };
+        ensure!(!base.is_null(), "backend buffer base cannot be NULL");
+        Ok(base)
+    }
+    pub fn init_tensor(&self, t: *mut Tensor<R>) -> Status {
+        match self.iface.init_tensor {
+            // SAFETY: as above; t is a live tensor of this buffer.
+            Some(f) => R::init_status(unsafe { f(self.me(), t) }),
+            None => STATUS_SUCCESS,
+        }
+    }
+    pub fn memset_tensor(&self, t: *mut Tensor<R>, value: u8, offset: usize, size: usize) -> Result<()> {
+        let f = call!(self.iface, memset_tensor, "buffer");
+        // SAFETY: as above; the range was checked against the tensor's size.
+        unsafe { f(self.me(), t, value, offset, size) };
+        Ok(())
+    }
+    pub fn set_tensor(&self, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) -> Result<()> {
+        let f = call!(self.iface, set_tensor, "buffer");
+        // SAFETY: as above.
+        unsafe { f(self.me(), t, data, offset, size) };
+        Ok(())
+    }
+    pub fn get_tensor(&self, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> Result<()> {
+        let f = call!(self.iface, get_tensor, "buffer");
+        // SAFETY: as above.
+        unsafe { f(self.me(), t, data, offset, size) };
+        Ok(())
+    }
+    /// `Ok(false)` when the buffer has no `cpy_tensor` or declines the copy.
+    pub fn cpy_tensor(&self, src: *const Tensor<R>, dst: *mut Tensor<R>) -> bool {
+        // SAFETY: as above.
+        self.iface.cpy_tensor.map(|f| unsafe { f(self.me(), src, dst) }).unwrap_or(false)
+    }
+    pub fn clear(&self, value: u8) -> Result<()> {
+        let f = call!(self.iface, clear, "buffer");
+        // SAFETY: as above.
+        unsafe { f(self.me(), value) };
+        Ok(())
+    }
+    pub fn reset(&self) {
+        if let Some(f) = self.iface.reset {
+            // SAFETY: as above.
+            unsafe { f(self.me()) }
+        }
+    }
+    /// Runs the buffer's own `free_buffer` (which releases `context`), not the struct itself.
+    pub fn release_context(&self) {
+        if let Some(f) = self.iface.free_buffer {
+            // SAFETY: as above; called once, right before the struct is freed.
+            unsafe { f(self.me()) }
+        }
+    }
+}
+
+impl<R: Rev> Backend<R> {
+    pub fn me(&self) -> *mut Self {
+        self as *const Self as *mut Self
+    }
+    pub fn name(&self) -> Result<*const c_char> {
+        let f = call!(self.iface, get_name, "backend");
+        // SAFETY: vtable entry of a live backend, called with itself.
+        Ok(unsafe { f(self.me()) })
+    }
+    /// Frees the backend through its own vtable; `self` is dangling afterwards.
+    pub fn free(&self) -> Result<()> {
+        let f = call!(self.iface, free, "backend");
+        // SAFETY: as above; the caller never touches the backend again.
+        unsafe { f(self.me()) };
+        Ok(())
+    }
+    pub fn set_tensor_async(&self, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) -> bool {
+        match self.iface.set_tensor_async {
+            Some(f) => {
+                // SAFETY: as above; range checked by the caller.
+                unsafe { f(self.me(), t, data, offset, size) };
+                true
+            }
+            None => false,
+        }
+    }
+    pub fn get_tensor_async(&self, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> bool {
+        match self.iface.get_tensor_async {
+            Some(f) => {
+                // SAFETY: as above.
+                unsafe { f(self.me(), t, data, offset, size) };
+                true
+            }
+            None => false,
+        }
+    }
+    /// Called on the destination backend, as stock does.
+    pub fn cpy_tensor_async(&self, src_backend: *mut Backend<R>, src: *const Tensor<R>, dst: *mut Tensor<R>) -> bool {
+        // SAFETY: as above.
+        self.iface.cpy_tensor_async.map(|f| unsafe { f(src_backend, self.me(), src, dst) }).unwrap_or(false)
+    }
+    pub fn synchronize(&self) {
+        if let Some(f) = self.iface.synchronize {
+            // SAFETY: as above.
+            unsafe { f(self.me()) }
+        }
+    }
+    pub fn graph_plan_create(&self, g: *const CGraph<R>) -> Result<GraphPlan> {
+        let f = call!(self.iface, graph_plan_create, "backend");
+        // SAFETY: as above; g is a live graph.
+        Ok(unsafe { f(self.me(), g) })
+    }
+    pub fn graph_plan_free(&self, plan: GraphPlan) -> Result<()> {
+        let f = call!(self.iface, graph_plan_free, "backend");
+        // SAFETY: as above; plan came from this backend's graph_plan_create.
+        unsafe { f(self.me(), plan) };
+        Ok(())
+    }
+    pub fn graph_plan_compute(&self, plan: GraphPlan) -> Result<Status> {
+        let f = call!(self.iface, graph_plan_compute, "backend");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me(), plan) })
+    }
+    pub fn graph_compute(&self, g: *mut CGraph<R>) -> Result<Status> {
+        let f = call!(self.iface, graph_compute, "backend");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me(), g) })
+    }
+    pub fn event_record(&self, e: *mut Event<R>) -> Result<()> {
+        let f = call!(self.iface, event_record, "backend");
+        // SAFETY: as above; e is a live event.
+        unsafe { f(self.me(), e) };
+        Ok(())
+    }
+    pub fn event_wait(&self, e: *mut Event<R>) -> Result<()> {
+        let f = call!(self.iface, event_wait, "backend");
+        // SAFETY: as above.
+        unsafe { f(self.me(), e) };
+        Ok(())
+    }
+}
+
+impl<R: Rev> Device<R> {
+    pub fn me(&self) -> *mut Self {
+        self as *const Self as *mut Self
+    }
+    pub fn name(&self) -> Result<*const c_char> {
+        let f = call!(self.iface, get_name, "device");
+        // SAFETY: vtable entry of a live device, called with itself.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn description(&self) -> Result<*const c_char> {
+        let f = call!(self.iface, get_description, "device");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn memory(&self) -> Result<(usize, usize)> {
+        let f = call!(self.iface, get_memory, "device");
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: as above; both out-pointers are valid locals.
+        unsafe { f(self.me(), &mut free, &mut total) };
+        Ok((free, total))
+    }
+    pub fn type_(&self) -> Result<DevType> {
+        let f = call!(self.iface, get_type, "device");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn props(&self, out: &mut DevProps) -> Result<()> {
+        let f = call!(self.iface, get_props, "device");
+        // SAFETY: as above; out is a valid props struct.
+        unsafe { f(self.me(), out) };
+        Ok(())
+    }
+    pub fn init_backend(&self, params: *const c_char) -> Result<*mut Backend<R>> {
+        let f = call!(self.iface, init_backend, "device");
+        // SAFETY: as above; params is NULL or a C string.
+        Ok(unsafe { f(self.me(), params) })
+    }
+    pub fn buffer_type(&self) -> Result<*mut BufferType<R>> {
+        let f = call!(self.iface, get_buffer_type, "device");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn host_buffer_type(&self) -> *mut BufferType<R> {
+        // SAFETY: as above.
+        self.iface.get_host_buffer_type.map(|f| unsafe { f(self.me()) }).unwrap_or(std::ptr::null_mut())
+    }
+    pub fn buffer_from_host_ptr(&self, ptr: *mut c_void, size: usize, max_tensor_size: usize) -> Result<*mut Buffer<R>> {
+        let f = call!(self.iface, buffer_from_host_ptr, "device");
+        // SAFETY: as above; ptr/size describe host memory owned by the caller.
+        Ok(unsafe { f(self.me(), ptr, size, max_tensor_size) })
+    }
+    pub fn supports_op(&self, op: *const Tensor<R>) -> Result<bool> {
+        let f = call!(self.iface, supports_op, "device");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me(), op) })
+    }
+    pub fn supports_buft(&self, buft: *mut BufferType<R>) -> Result<bool> {
+        let f = call!(self.iface, supports_buft, "device");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me(), buft) })
+    }
+    pub fn offload_op(&self, op: *const Tensor<R>) -> bool {
+        // SAFETY: as above.
+        self.iface.offload_op.map(|f| unsafe { f(self.me(), op) }).unwrap_or(false)
+    }
+    pub fn event_new(&self) -> *mut Event<R> {
+        // SAFETY: as above.
+        self.iface.event_new.map(|f| unsafe { f(self.me()) }).unwrap_or(std::ptr::null_mut())
+    }
+    pub fn event_free(&self, e: *mut Event<R>) -> Result<()> {
+        let f = call!(self.iface, event_free, "device");
+        // SAFETY: as above; e was created by this device.
+        unsafe { f(self.me(), e) };
+        Ok(())
+    }
+    pub fn event_synchronize(&self, e: *mut Event<R>) -> Result<()> {
+        let f = call!(self.iface, event_synchronize, "device");
+        // SAFETY: as above.
+        unsafe { f(self.me(), e) };
+        Ok(())
+    }
+}
+
+impl<R: Rev> Reg<R> {
+    pub fn me(&self) -> *mut Self {
+        self as *const Self as *mut Self
+    }
+    pub fn name(&self) -> Result<*const c_char> {
+        let f = call!(self.iface, get_name, "backend reg");
+        // SAFETY: vtable entry of a live reg, called with itself.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn device_count(&self) -> Result<usize> {
+        let f = call!(self.iface, get_device_count, "backend reg");
+        // SAFETY: as above.
+        Ok(unsafe { f(self.me()) })
+    }
+    pub fn device(&self, index: usize) -> Result<*mut Device<R>> {
+        let f = call!(self.iface, get_device, "backend reg");
+        // SAFETY: as above; index < device_count is checked by the caller.
+        Ok(unsafe { f(self.me(), index) })
+    }
+    pub fn proc_address(&self, name: *const c_char) -> *mut c_void {
+        // SAFETY: as above; name is a C string.
+        self.iface.get_proc_address.map(|f| unsafe { f(self.me(), name) }).unwrap_or(std::ptr::null_mut())
+    }
+}

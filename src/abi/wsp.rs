@@ -1,0 +1,51 @@
+//! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
+
+use super::{Reg, Rev, Status};
+use crate::buffer::CpuStatics;
+use crate::host::HostFns;
+use crate::registry::Registry;
+use once_cell::sync::Lazy;
+
+/// Marker for the whisper.rn 0.4.3 revision.
+pub struct Wsp;
+
+static STATICS: Lazy<CpuStatics<Wsp>> = Lazy::new(CpuStatics::new);
+static REGISTRY: Lazy<Registry<Wsp>> = Lazy::new(Registry::new);
+static HOST: Lazy<HostFns<Wsp>> = Lazy::new(|| HostFns::load(crate::host::sym_wsp, crate::host::LOG_WSP));
+
+impl Rev for Wsp {
+    const PREFIX: &'static str = "wsp_";
+    const ENV_PREFIX: &'static str = "WSP_";
+    const CASE_INSENSITIVE_NAMES: bool = true;
+    const BACKEND_API_VERSION: i32 = 1;
+    const TYPE_COUNT: i32 = 39;
+    const REMOVED_TYPES: &'static [i32] = &[4, 5, 31, 32, 33, 36, 37, 38];
+    const NBYTES_ZERO_FOR_EMPTY: bool = true;
+    const VIEW_OPS: [i32; 4] = [35, 34, 36, 37];
+
+    type InitRet = Status;
+    type RegHeader = i32;
+    type UseCounts = *mut i32;
+
+    fn init_ret(status: Status) -> Status {
+        status
+    }
+    fn init_status(ret: Status) -> Status {
+        ret
+    }
+    fn reg_header() -> i32 {
+        Self::BACKEND_API_VERSION
+    }
+    fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
+        Some(reg.header)
+    }
+    fn statics() -> &'static CpuStatics<Self> {
+        &STATICS
+    }
+    fn registry() -> &'static Registry<Self> {
+        &REGISTRY
+    }
+    fn host() -> &'static HostFns<Self> {
+        &HOST
+    }
+}

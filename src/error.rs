@@ -1,0 +1,27 @@
+//! Failure as a value: core functions return `Result`, the export layer logs the message once
+//! (prefixed with the C function's name) and returns the function's "no" value.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error(pub String);
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// `bail!("fmt", args)` returns `Err(Error(format!(...)))`.
+#[macro_export]
+macro_rules! bail {
+    ($($arg:tt)*) => { return Err($crate::error::Error(format!($($arg)*))) };
+}
+
+/// `ensure!(cond, "fmt", args)` bails unless `cond` holds.
+#[macro_export]
+macro_rules! ensure {
+    ($cond:expr, $($arg:tt)*) => { if !$cond { $crate::bail!($($arg)*) } };
+}

@@ -1,0 +1,27 @@
+//! Events: markers recorded on one stream and waited on by another (or by the host thread).
+
+use crate::abi::vtable::obj;
+use crate::abi::*;
+use crate::bail;
+use crate::error::Result;
+
+fn device_of<R: Rev>(e: &Event<R>) -> Result<&Device<R>> {
+    match obj(e.device) {
+        Some(d) => Ok(d),
+        None => bail!("event has no device"),
+    }
+}
+
+/// NULL when the device has no events (the CPU device): callers then fall back to synchronize.
+pub fn event_new<R: Rev>(dev: Option<&Device<R>>) -> *mut Event<R> {
+    dev.map(|d| d.event_new()).unwrap_or(std::ptr::null_mut())
+}
+
+pub fn event_free<R: Rev>(e: *mut Event<R>) -> Result<()> {
+    let Some(ev) = obj(e) else { return Ok(()) };
+    device_of(ev)?.event_free(e)
+}
+
+pub fn event_synchronize<R: Rev>(e: &Event<R>) -> Result<()> {
+    device_of(e)?.event_synchronize(e as *const _ as *mut _)
+}

@@ -1,0 +1,388 @@
+//! The export layer's logic, once for both prefixes: check every argument, convert, call the safe
+//! core. Each function here backs the C symbol `<p>ggml_backend_<same name>`; errors become one log
+//! line and the function's "no" value in `ffi::guard`.
+
+use crate::abi::vtable::{cstr, obj, obj_mut};
+use crate::abi::*;
+use crate::error::Result;
+use crate::{backend, buffer, device, event, loader, registry};
+use crate::{bail, ensure};
+use std::ffi::{c_char, c_void};
+use std::path::Path;
+
+/// `non_null!(ptr, "what")`: borrows a C handle or fails with "<what> is NULL".
+macro_rules! non_null {
+    ($p:expr, $what:expr) => {
+        match obj($p) {
+            Some(r) => r,
+            None => bail!("{} is NULL", $what),
+        }
+    };
+}
+
+fn name_arg(name: *const c_char) -> Result<String> {
+    ensure!(!name.is_null(), "name is NULL");
+    Ok(cstr(name))
+}
+
+// ---------------------------------------------------------------- buffer type
+
+pub fn buft_name<R: Rev>(buft: *mut BufferType<R>) -> Result<*const c_char> {
+    buffer::buft_name(non_null!(buft, "buffer type"))
+}
+pub fn buft_alloc_buffer<R: Rev>(buft: *mut BufferType<R>, size: usize) -> Result<*mut Buffer<R>> {
+    buffer::buft_alloc_buffer(non_null!(buft, "buffer type"), size)
+}
+pub fn buft_get_alignment<R: Rev>(buft: *mut BufferType<R>) -> Result<usize> {
+    non_null!(buft, "buffer type").alignment()
+}
+pub fn buft_get_max_size<R: Rev>(buft: *mut BufferType<R>) -> Result<usize> {
+    Ok(non_null!(buft, "buffer type").max_size())
+}
+pub fn buft_get_alloc_size<R: Rev>(buft: *mut BufferType<R>, tensor: *const Tensor<R>) -> Result<usize> {
+    buffer::buft_get_alloc_size(non_null!(buft, "buffer type"), non_null!(tensor, "tensor"))
+}
+pub fn buft_is_host<R: Rev>(buft: *mut BufferType<R>) -> Result<bool> {
+    Ok(non_null!(buft, "buffer type").is_host())
+}
+pub fn buft_get_device<R: Rev>(buft: *mut BufferType<R>) -> Result<*mut Device<R>> {
+    Ok(non_null!(buft, "buffer type").device)
+}
+
+// ---------------------------------------------------------------- buffer
+
+pub fn buffer_name<R: Rev>(buffer: *mut Buffer<R>) -> Result<*const c_char> {
+    non_null!(buffer, "buffer").buft()?.name()
+}
+pub fn buffer_free<R: Rev>(buffer: *mut Buffer<R>) -> Result<()> {
+    buffer::buffer_free(buffer);
+    Ok(())
+}
+pub fn buffer_get_base<R: Rev>(buffer: *mut Buffer<R>) -> Result<*mut c_void> {
+    non_null!(buffer, "buffer").base()
+}
+pub fn buffer_get_size<R: Rev>(buffer: *mut Buffer<R>) -> Result<usize> {
+    Ok(non_null!(buffer, "buffer").size)
+}
+pub fn buffer_init_tensor<R: Rev>(buffer: *mut Buffer<R>, tensor: *mut Tensor<R>) -> Result<R::InitRet> {
+    let b = non_null!(buffer, "buffer");
+    non_null!(tensor, "tensor");
+    Ok(R::init_ret(b.init_tensor(tensor)))
+}
+pub fn buffer_get_alignment<R: Rev>(buffer: *mut Buffer<R>) -> Result<usize> {
+    non_null!(buffer, "buffer").buft()?.alignment()
+}
+pub fn buffer_get_max_size<R: Rev>(buffer: *mut Buffer<R>) -> Result<usize> {
+    Ok(non_null!(buffer, "buffer").buft()?.max_size())
+}
+pub fn buffer_get_alloc_size<R: Rev>(buffer: *mut Buffer<R>, tensor: *const Tensor<R>) -> Result<usize> {
+    buffer::buft_get_alloc_size(non_null!(buffer, "buffer").buft()?, non_null!(tensor, "tensor"))
+}
+pub fn buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u8) -> Result<()> {
+    buffer::buffer_clear(non_null!(buffer, "buffer"), value)
+}
+pub fn buffer_is_host<R: Rev>(buffer: *mut Buffer<R>) -> Result<bool> {
+    Ok(non_null!(buffer, "buffer").buft()?.is_host())
+}
+pub fn buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> Result<()> {
+    ensure!((USAGE_ANY..=USAGE_COMPUTE).contains(&usage), "unknown buffer usage {}", usage);
+    buffer::buffer_set_usage(buffer, usage)
+}
+pub fn buffer_get_usage<R: Rev>(buffer: *mut Buffer<R>) -> Result<BufferUsage> {
+    Ok(non_null!(buffer, "buffer").usage)
+}
+pub fn buffer_get_type<R: Rev>(buffer: *mut Buffer<R>) -> Result<*mut BufferType<R>> {
+    Ok(non_null!(buffer, "buffer").buft)
+}
+pub fn buffer_reset<R: Rev>(buffer: *mut Buffer<R>) -> Result<()> {
+    non_null!(buffer, "buffer").reset();
+    Ok(())
+}
+pub fn tensor_copy<R: Rev>(src: *mut Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
+    buffer::tensor_copy(non_null!(src, "source tensor"), non_null!(dst, "destination tensor"))
+}
+
+// ---------------------------------------------------------------- impl functions for C backends
+
+pub fn buffer_init<R: Rev>(buft: *mut BufferType<R>, iface: BufferI<R>, context: *mut c_void, size: usize) -> Result<*mut Buffer<R>> {
+    Ok(buffer::buffer_init(buft, iface, context, size))
+}
+pub fn buffer_copy_tensor<R: Rev>(src: *const Tensor<R>, dst: *mut Tensor<R>) -> Result<bool> {
+    buffer::buffer_copy_tensor(non_null!(src, "source tensor"), non_null!(dst, "destination tensor"))
+}
+pub fn multi_buffer_alloc_buffer<R: Rev>(buffers: *mut *mut Buffer<R>, n_buffers: usize) -> Result<*mut Buffer<R>> {
+    ensure!(!buffers.is_null(), "buffers is NULL");
+    ensure!(n_buffers > 0 && n_buffers <= isize::MAX as usize / 8, "invalid buffer count {}", n_buffers);
+    // SAFETY: the caller passes an array of n_buffers handles (checked non-NULL above).
+    let list = unsafe { std::slice::from_raw_parts(buffers, n_buffers) };
+    buffer::multi_buffer_alloc(list)
+}
+pub fn buffer_is_multi_buffer<R: Rev>(buffer: *mut Buffer<R>) -> Result<bool> {
+    Ok(buffer::is_multi_buffer(non_null!(buffer, "buffer")))
+}
+pub fn multi_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> Result<()> {
+    ensure!(buffer::is_multi_buffer(non_null!(buffer, "buffer")), "buffer is not a multi-buffer");
+    buffer_set_usage(buffer, usage)
+}
+pub fn register<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
+    R::registry().register_backend(reg)
+}
+pub fn device_register<R: Rev>(device: *mut Device<R>) -> Result<()> {
+    R::registry().register_device(device)
+}
+
+// ---------------------------------------------------------------- backend (stream)
+
+pub fn guid<R: Rev>(backend: *mut Backend<R>) -> Result<*mut Guid> {
+    Ok(obj(backend).map(|b| b.guid).unwrap_or(std::ptr::null_mut()))
+}
+pub fn name<R: Rev>(backend: *mut Backend<R>) -> Result<*const c_char> {
+    match obj(backend) {
+        Some(b) => b.name(),
+        None => Ok(c"NULL".as_ptr()),
+    }
+}
+pub fn free<R: Rev>(backend: *mut Backend<R>) -> Result<()> {
+    match obj(backend) {
+        Some(b) => b.free(),
+        None => Ok(()),
+    }
+}
+pub fn get_default_buffer_type<R: Rev>(backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
+    Ok(backend::default_buffer_type(non_null!(backend, "backend"))? as *const _ as *mut _)
+}
+pub fn alloc_buffer<R: Rev>(backend: *mut Backend<R>, size: usize) -> Result<*mut Buffer<R>> {
+    backend::alloc_buffer(non_null!(backend, "backend"), size)
+}
+pub fn get_alignment<R: Rev>(backend: *mut Backend<R>) -> Result<usize> {
+    backend::default_buffer_type(non_null!(backend, "backend"))?.alignment()
+}
+pub fn get_max_size<R: Rev>(backend: *mut Backend<R>) -> Result<usize> {
+    Ok(backend::default_buffer_type(non_null!(backend, "backend"))?.max_size())
+}
+pub fn tensor_set_async<R: Rev>(backend: *mut Backend<R>, tensor: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) -> Result<()> {
+    backend::tensor_set_async(non_null!(backend, "backend"), non_null!(tensor, "tensor"), data, offset, size)
+}
+pub fn tensor_get_async<R: Rev>(backend: *mut Backend<R>, tensor: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> Result<()> {
+    backend::tensor_get_async(non_null!(backend, "backend"), non_null!(tensor, "tensor"), data, offset, size)
+}
+pub fn tensor_set<R: Rev>(tensor: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) -> Result<()> {
+    buffer::tensor_set(non_null!(tensor, "tensor"), data, offset, size)
+}
+pub fn tensor_get<R: Rev>(tensor: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> Result<()> {
+    buffer::tensor_get(non_null!(tensor, "tensor"), data, offset, size)
+}
+pub fn tensor_memset<R: Rev>(tensor: *mut Tensor<R>, value: u8, offset: usize, size: usize) -> Result<()> {
+    buffer::tensor_memset(non_null!(tensor, "tensor"), value, offset, size)
+}
+pub fn synchronize<R: Rev>(backend: *mut Backend<R>) -> Result<()> {
+    non_null!(backend, "backend").synchronize();
+    Ok(())
+}
+pub fn graph_plan_create<R: Rev>(backend: *mut Backend<R>, cgraph: *mut CGraph<R>) -> Result<GraphPlan> {
+    non_null!(cgraph, "graph");
+    non_null!(backend, "backend").graph_plan_create(cgraph)
+}
+pub fn graph_plan_free<R: Rev>(backend: *mut Backend<R>, plan: GraphPlan) -> Result<()> {
+    let b = non_null!(backend, "backend");
+    if plan.is_null() {
+        return Ok(());
+    }
+    b.graph_plan_free(plan)
+}
+pub fn graph_plan_compute<R: Rev>(backend: *mut Backend<R>, plan: GraphPlan) -> Result<Status> {
+    let b = non_null!(backend, "backend");
+    ensure!(!plan.is_null(), "plan is NULL");
+    b.graph_plan_compute(plan)
+}
+pub fn graph_compute<R: Rev>(backend: *mut Backend<R>, cgraph: *mut CGraph<R>) -> Result<Status> {
+    non_null!(cgraph, "graph");
+    backend::graph_compute(non_null!(backend, "backend"), cgraph)
+}
+pub fn graph_compute_async<R: Rev>(backend: *mut Backend<R>, cgraph: *mut CGraph<R>) -> Result<Status> {
+    non_null!(cgraph, "graph");
+    non_null!(backend, "backend").graph_compute(cgraph)
+}
+pub fn supports_op<R: Rev>(backend: *mut Backend<R>, op: *const Tensor<R>) -> Result<bool> {
+    backend::supports_op(non_null!(backend, "backend"), non_null!(op, "op"))
+}
+pub fn supports_buft<R: Rev>(backend: *mut Backend<R>, buft: *mut BufferType<R>) -> Result<bool> {
+    non_null!(buft, "buffer type");
+    backend::supports_buft(non_null!(backend, "backend"), buft)
+}
+pub fn offload_op<R: Rev>(backend: *mut Backend<R>, op: *const Tensor<R>) -> Result<bool> {
+    backend::offload_op(non_null!(backend, "backend"), non_null!(op, "op"))
+}
+pub fn tensor_copy_async<R: Rev>(backend_src: *mut Backend<R>, backend_dst: *mut Backend<R>, src: *mut Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
+    backend::tensor_copy_async(
+        non_null!(backend_src, "source backend"),
+        non_null!(backend_dst, "destination backend"),
+        non_null!(src, "source tensor"),
+        non_null!(dst, "destination tensor"),
+    )
+}
+pub fn get_device<R: Rev>(backend: *mut Backend<R>) -> Result<*mut Device<R>> {
+    Ok(non_null!(backend, "backend").device)
+}
+
+// ---------------------------------------------------------------- events
+
+pub fn event_new<R: Rev>(device: *mut Device<R>) -> Result<*mut Event<R>> {
+    Ok(event::event_new(obj(device)))
+}
+pub fn event_free<R: Rev>(e: *mut Event<R>) -> Result<()> {
+    event::event_free(e)
+}
+pub fn event_record<R: Rev>(e: *mut Event<R>, backend: *mut Backend<R>) -> Result<()> {
+    non_null!(e, "event");
+    non_null!(backend, "backend").event_record(e)
+}
+pub fn event_synchronize<R: Rev>(e: *mut Event<R>) -> Result<()> {
+    event::event_synchronize(non_null!(e, "event"))
+}
+pub fn event_wait<R: Rev>(backend: *mut Backend<R>, e: *mut Event<R>) -> Result<()> {
+    non_null!(e, "event");
+    non_null!(backend, "backend").event_wait(e)
+}
+
+// ---------------------------------------------------------------- devices
+
+pub fn dev_name<R: Rev>(device: *mut Device<R>) -> Result<*const c_char> {
+    non_null!(device, "device").name()
+}
+pub fn dev_description<R: Rev>(device: *mut Device<R>) -> Result<*const c_char> {
+    non_null!(device, "device").description()
+}
+pub fn dev_memory<R: Rev>(device: *mut Device<R>, free: *mut usize, total: *mut usize) -> Result<()> {
+    let (f, t) = non_null!(device, "device").memory()?;
+    if let Some(p) = obj_mut(free) {
+        *p = f;
+    }
+    if let Some(p) = obj_mut(total) {
+        *p = t;
+    }
+    Ok(())
+}
+pub fn dev_type<R: Rev>(device: *mut Device<R>) -> Result<DevType> {
+    non_null!(device, "device").type_()
+}
+pub fn dev_get_props<R: Rev>(device: *mut Device<R>, props: *mut DevProps) -> Result<()> {
+    let d = non_null!(device, "device");
+    let Some(out) = obj_mut(props) else { bail!("props is NULL") };
+    device::get_props(d, out)
+}
+pub fn dev_backend_reg<R: Rev>(device: *mut Device<R>) -> Result<*mut Reg<R>> {
+    Ok(non_null!(device, "device").reg)
+}
+pub fn dev_init<R: Rev>(device: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
+    non_null!(device, "device").init_backend(params)
+}
+pub fn dev_buffer_type<R: Rev>(device: *mut Device<R>) -> Result<*mut BufferType<R>> {
+    non_null!(device, "device").buffer_type()
+}
+pub fn dev_host_buffer_type<R: Rev>(device: *mut Device<R>) -> Result<*mut BufferType<R>> {
+    Ok(non_null!(device, "device").host_buffer_type())
+}
+pub fn dev_buffer_from_host_ptr<R: Rev>(device: *mut Device<R>, ptr: *mut c_void, size: usize, max_tensor_size: usize) -> Result<*mut Buffer<R>> {
+    let d = non_null!(device, "device");
+    ensure!(!ptr.is_null(), "host pointer is NULL");
+    d.buffer_from_host_ptr(ptr, size, max_tensor_size)
+}
+pub fn dev_supports_op<R: Rev>(device: *mut Device<R>, op: *const Tensor<R>) -> Result<bool> {
+    non_null!(op, "op");
+    non_null!(device, "device").supports_op(op)
+}
+pub fn dev_supports_buft<R: Rev>(device: *mut Device<R>, buft: *mut BufferType<R>) -> Result<bool> {
+    non_null!(buft, "buffer type");
+    non_null!(device, "device").supports_buft(buft)
+}
+pub fn dev_offload_op<R: Rev>(device: *mut Device<R>, op: *const Tensor<R>) -> Result<bool> {
+    non_null!(op, "op");
+    Ok(non_null!(device, "device").offload_op(op))
+}
+
+// ---------------------------------------------------------------- regs and the registry
+
+pub fn reg_name<R: Rev>(reg: *mut Reg<R>) -> Result<*const c_char> {
+    non_null!(reg, "backend reg").name()
+}
+pub fn reg_dev_count<R: Rev>(reg: *mut Reg<R>) -> Result<usize> {
+    non_null!(reg, "backend reg").device_count()
+}
+pub fn reg_dev_get<R: Rev>(reg: *mut Reg<R>, index: usize) -> Result<*mut Device<R>> {
+    let r = non_null!(reg, "backend reg");
+    let n = r.device_count()?;
+    ensure!(index < n, "device index {} out of range ({} devices)", index, n);
+    r.device(index)
+}
+pub fn reg_get_proc_address<R: Rev>(reg: *mut Reg<R>, name: *const c_char) -> Result<*mut c_void> {
+    let r = non_null!(reg, "backend reg");
+    name_arg(name)?;
+    Ok(r.proc_address(name))
+}
+pub fn reg_count<R: Rev>() -> Result<usize> {
+    Ok(R::registry().reg_count())
+}
+pub fn reg_get<R: Rev>(index: usize) -> Result<*mut Reg<R>> {
+    R::registry().reg_get(index)
+}
+pub fn reg_by_name<R: Rev>(name: *const c_char) -> Result<*mut Reg<R>> {
+    R::registry().reg_by_name(&name_arg(name)?)
+}
+pub fn dev_count<R: Rev>() -> Result<usize> {
+    Ok(R::registry().dev_count())
+}
+pub fn dev_get<R: Rev>(index: usize) -> Result<*mut Device<R>> {
+    R::registry().dev_get(index)
+}
+pub fn dev_by_name<R: Rev>(name: *const c_char) -> Result<*mut Device<R>> {
+    R::registry().dev_by_name(&name_arg(name)?)
+}
+pub fn dev_by_type<R: Rev>(type_: DevType) -> Result<*mut Device<R>> {
+    R::registry().dev_by_type(type_)
+}
+pub fn init_by_name<R: Rev>(name: *const c_char, params: *const c_char) -> Result<*mut Backend<R>> {
+    let dev = R::registry().dev_by_name(&name_arg(name)?)?;
+    ensure!(!dev.is_null(), "no device named '{}'", cstr(name));
+    registry::init_dev(dev, params)
+}
+pub fn init_by_type<R: Rev>(type_: DevType, params: *const c_char) -> Result<*mut Backend<R>> {
+    registry::init_dev(R::registry().dev_by_type(type_)?, params)
+}
+pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
+    registry::init_best()
+}
+pub fn load<R: Rev>(path: *const c_char) -> Result<*mut Reg<R>> {
+    ensure!(!path.is_null(), "path is NULL");
+    loader::load::<R>(Path::new(&cstr(path)), false)
+}
+pub fn unload<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
+    non_null!(reg, "backend reg");
+    // stock unloads silently when the reg is unknown
+    R::registry().unregister(reg);
+    Ok(())
+}
+pub fn load_all<R: Rev>() -> Result<()> {
+    loader::load_all::<R>(None);
+    Ok(())
+}
+pub fn load_all_from_path<R: Rev>(dir_path: *const c_char) -> Result<()> {
+    let dir = (!dir_path.is_null()).then(|| cstr(dir_path));
+    loader::load_all::<R>(dir.as_deref().map(Path::new));
+    Ok(())
+}
+
+// ---------------------------------------------------------------- tensor placement, CPU buffers
+
+pub fn tensor_alloc<R: Rev>(buffer: *mut Buffer<R>, tensor: *mut Tensor<R>, addr: *mut c_void) -> Result<R::InitRet> {
+    Ok(R::init_ret(buffer::tensor_alloc(non_null!(buffer, "buffer"), tensor, addr)?))
+}
+pub fn view_init<R: Rev>(tensor: *mut Tensor<R>) -> Result<R::InitRet> {
+    Ok(R::init_ret(buffer::view_init(tensor)?))
+}
+pub fn cpu_buffer_from_ptr<R: Rev>(ptr: *mut c_void, size: usize) -> Result<*mut Buffer<R>> {
+    buffer::cpu_buffer_from_ptr(ptr, size)
+}
+pub fn cpu_buffer_type<R: Rev>() -> Result<*mut BufferType<R>> {
+    Ok(buffer::cpu_buffer_type())
+}

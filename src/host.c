@@ -1,0 +1,89 @@
+/*
+ * Weak references to what a host may or may not link.
+ *
+ * A prebuilt library cannot know which ggml backends (cpu, metal, blas, ...) or which ggml core
+ * functions the host application compiled in, so every host symbol we use is referenced weakly:
+ * its address is NULL when the host did not link it. The Rust side asks for them by name through
+ * ggml_rs_host_sym_<p>() and never calls a host symbol it has not checked.
+ *
+ * The log call lives here because ggml's logger is variadic.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+
+/* Every symbol name below exists once per prefix; X(name) is expanded for lm_ and wsp_. */
+#define HOST_SYMBOLS(P, X)                    \
+    X(P##ggml_backend_cuda_reg)               \
+    X(P##ggml_backend_metal_reg)              \
+    X(P##ggml_backend_sycl_reg)               \
+    X(P##ggml_backend_vk_reg)                 \
+    X(P##ggml_backend_opencl_reg)             \
+    X(P##ggml_backend_cann_reg)               \
+    X(P##ggml_backend_blas_reg)               \
+    X(P##ggml_backend_rpc_reg)                \
+    X(P##ggml_backend_amx_reg)                \
+    X(P##ggml_backend_kompute_reg)            \
+    X(P##ggml_backend_cpu_reg)                \
+    X(P##ggml_init)                           \
+    X(P##ggml_free)                           \
+    X(P##ggml_graph_view)                     \
+    X(P##ggml_dup_tensor)                     \
+    X(P##ggml_view_tensor)                    \
+    X(P##ggml_new_graph_custom)               \
+    X(P##ggml_graph_nbytes)                   \
+    X(P##ggml_tensor_overhead)                \
+    X(P##ggml_graph_overhead_custom)          \
+    X(P##ggml_hash_size)                      \
+    X(P##ggml_op_name)                        \
+    X(P##ggml_op_desc)                        \
+    X(P##ggml_is_view_op)
+
+#define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
+#define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;
+
+HOST_SYMBOLS(lm_, DECLARE_WEAK)
+HOST_SYMBOLS(wsp_, DECLARE_WEAK)
+
+extern void lm_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
+extern void wsp_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
+
+HIDDEN void * ggml_rs_host_sym_lm(const char * sym) {
+    HOST_SYMBOLS(lm_, LOOKUP)
+    return NULL;
+}
+
+HIDDEN void * ggml_rs_host_sym_wsp(const char * sym) {
+    HOST_SYMBOLS(wsp_, LOOKUP)
+    return NULL;
+}
+
+static void log_stderr(int level, const char * msg) {
+    /* ggml's default logger writes to stderr as well; DEBUG is dropped like ggml does without a callback */
+    if (level == 1) {
+        return;
+    }
+    fputs(msg, stderr);
+    fflush(stderr);
+}
+
+/* Returns 1 when the host's logger took the line, 0 when it went to stderr. */
+HIDDEN int ggml_rs_log_lm(int level, const char * msg) {
+    if (lm_ggml_log_internal) {
+        lm_ggml_log_internal(level, "%s", msg);
+        return 1;
+    }
+    log_stderr(level, msg);
+    return 0;
+}
+
+HIDDEN int ggml_rs_log_wsp(int level, const char * msg) {
+    if (wsp_ggml_log_internal) {
+        wsp_ggml_log_internal(level, "%s", msg);
+        return 1;
+    }
+    log_stderr(level, msg);
+    return 0;
+}

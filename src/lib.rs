@@ -1,0 +1,18 @@
+//! ggml's backend layer (`ggml-backend.cpp` + `ggml-backend-reg.cpp`) in Rust, exported as a C ABI
+//! for both llama.rn 0.4.4 (`lm_` symbols) and whisper.rn 0.4.3 (`wsp_` symbols).
+//!
+//! Layout: `abi` (C struct mirrors, the one place C pointers are trusted), `buffer`, `backend`,
+//! `event`, `device`, `registry`, `loader` (safe core, generic over the revision), `ffi` (the two
+//! export layers), `host` (weak references to the host's symbols).
+
+pub mod abi;
+pub mod backend;
+pub mod buffer;
+pub mod device;
+pub mod error;
+pub mod event;
+pub mod ffi;
+pub mod host;
+pub mod loader;
+pub mod registry;
+pub mod tensor;

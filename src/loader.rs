@@ -1,0 +1,144 @@
+//! Dynamic backends (wsp's `backend_load`, `unload`, `load_all`, `load_all_from_path`): a shared
+//! library exporting `<p>ggml_backend_init` (and optionally `<p>ggml_backend_score`) is opened with
+//! `dlopen`, scored, initialised and registered, with stock's search order and file names.
+
+use crate::abi::vtable::{cstr, obj};
+use crate::abi::*;
+use crate::error::Result;
+use crate::{bail, log_at};
+use std::ffi::{c_void, CString};
+use std::path::{Path, PathBuf};
+
+/// An open `dlopen` handle, closed when dropped.
+pub struct DlHandle(*mut c_void);
+// SAFETY: a dlopen handle is a process-wide token, usable from any thread.
+unsafe impl Send for DlHandle {}
+// SAFETY: as above.
+unsafe impl Sync for DlHandle {}
+
+impl DlHandle {
+    pub fn open(path: &Path) -> Option<DlHandle> {
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+        // SAFETY: c is a valid path string; RTLD_NOW|RTLD_LOCAL as stock.
+        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        (!h.is_null()).then_some(DlHandle(h))
+    }
+    pub fn sym(&self, name: &str) -> *mut c_void {
+        let Ok(c) = CString::new(name) else { return std::ptr::null_mut() };
+        // SAFETY: self.0 is an open handle; c a valid symbol name.
+        unsafe { libc::dlsym(self.0, c.as_ptr()) }
+    }
+}
+
+impl Drop for DlHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle is open and dropped once.
+        unsafe { libc::dlclose(self.0) };
+    }
+}
+
+type InitFn<R> = unsafe extern "C" fn() -> *mut Reg<R>;
+type ScoreFn = unsafe extern "C" fn() -> i32;
+
+fn score_of<R: Rev>(h: &DlHandle) -> Option<i32> {
+    let p = h.sym(&format!("{}ggml_backend_score", R::PREFIX));
+    // SAFETY: the exported score function has the signature `int (void)` by the ggml DL protocol.
+    (!p.is_null()).then(|| unsafe { std::mem::transmute::<*mut c_void, ScoreFn>(p)() })
+}
+
+/// Loads one backend library; errors are logged unless `silent`.
+pub fn load<R: Rev>(path: &Path, silent: bool) -> Result<*mut Reg<R>> {
+    let shown = path.display();
+    let Some(h) = DlHandle::open(path) else {
+        if silent {
+            return Ok(std::ptr::null_mut());
+        }
+        bail!("failed to load {}", shown);
+    };
+    if score_of::<R>(&h) == Some(0) {
+        if !silent {
+            log_at!(R, Info, "ggml_backend_load", "backend {} is not supported on this system", shown);
+        }
+        return Ok(std::ptr::null_mut());
+    }
+    let init = h.sym(&format!("{}ggml_backend_init", R::PREFIX));
+    if init.is_null() {
+        if silent {
+            return Ok(std::ptr::null_mut());
+        }
+        bail!("failed to find {}ggml_backend_init in {}", R::PREFIX, shown);
+    }
+    // SAFETY: `<p>ggml_backend_init` has the signature `ggml_backend_reg_t (void)` by the DL protocol.
+    let reg = unsafe { std::mem::transmute::<*mut c_void, InitFn<R>>(init)() };
+    let Some(r) = obj(reg) else {
+        if silent {
+            return Ok(std::ptr::null_mut());
+        }
+        bail!("failed to initialize backend from {}: {}ggml_backend_init returned NULL", shown, R::PREFIX);
+    };
+    if let Some(v) = R::reg_api_version(r) {
+        if v != R::BACKEND_API_VERSION {
+            if silent {
+                return Ok(std::ptr::null_mut());
+            }
+            bail!("failed to initialize backend from {}: incompatible API version (backend: {}, current: {})", shown, v, R::BACKEND_API_VERSION);
+        }
+    }
+    log_at!(R, Info, "ggml_backend_load", "loaded {} backend from {}", cstr(r.name()?), shown);
+    R::registry().register_loaded(reg, h)?;
+    Ok(reg)
+}
+
+fn executable_dir() -> Option<PathBuf> {
+    std::env::current_exe().ok()?.parent().map(Path::to_path_buf)
+}
+
+/// Picks the best-scoring `libggml-<name>-*.so` in the search paths, else `libggml-<name>.so`.
+fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mut Reg<R>> {
+    let search: Vec<PathBuf> = match dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => executable_dir().into_iter().chain(std::env::current_dir().ok()).collect(),
+    };
+    let prefix = format!("libggml-{}-", name);
+    let mut best: Option<(i32, PathBuf)> = None;
+    for d in &search {
+        let Ok(entries) = std::fs::read_dir(d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let fname = e.file_name().to_string_lossy().into_owned();
+            if !p.is_file() || !fname.starts_with(&prefix) || p.extension().map(|x| x != "so").unwrap_or(true) {
+                continue;
+            }
+            let Some(h) = DlHandle::open(&p) else { continue };
+            if let Some(s) = score_of::<R>(&h) {
+                if s > best.as_ref().map(|b| b.0).unwrap_or(0) {
+                    best = Some((s, p));
+                }
+            }
+        }
+    }
+    if let Some((_, p)) = best {
+        return load::<R>(&p, silent);
+    }
+    for d in &search {
+        let p = d.join(format!("libggml-{}.so", name));
+        if p.exists() {
+            return load::<R>(&p, silent);
+        }
+    }
+    Ok(std::ptr::null_mut())
+}
+
+/// Stock's list and order; then `<P>GGML_BACKEND_PATH` for an out-of-tree backend.
+pub fn load_all<R: Rev>(dir: Option<&Path>) {
+    for name in ["blas", "cann", "cuda", "hip", "kompute", "metal", "rpc", "sycl", "vulkan", "opencl", "musa", "cpu"] {
+        if let Err(e) = load_best::<R>(name, true, dir) {
+            log_at!(R, Debug, "ggml_backend_load_all", "{}", e);
+        }
+    }
+    if let Ok(p) = std::env::var(format!("{}GGML_BACKEND_PATH", R::ENV_PREFIX)) {
+        if let Err(e) = load::<R>(Path::new(&p), false) {
+            crate::log_error!(R, "ggml_backend_load", "{}", e);
+        }
+    }
+}

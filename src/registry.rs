@@ -1,0 +1,187 @@
+//! The backend registry: registered backends (regs) and their devices, in stock's order.
+//!
+//! Built once per revision on first use (a `Lazy`, so first use from many threads at once is
+//! safe). Host backends are found through weak references (`host.rs`) and registered in stock's
+//! order, CPU last. Foreign code (a reg's vtable) is never called with the lock held.
+
+use crate::abi::vtable::{cstr, obj};
+use crate::abi::*;
+use crate::buffer::Ptr;
+use crate::error::Result;
+use crate::loader::DlHandle;
+use crate::{bail, ensure};
+use parking_lot::Mutex;
+use std::ffi::c_char;
+
+struct Entry<R: Rev> {
+    reg: Ptr<Reg<R>>,
+    /// The library a dynamically loaded backend came from; dropped (dlclose) on unload.
+    #[allow(dead_code)]
+    handle: Option<DlHandle>,
+}
+
+struct State<R: Rev> {
+    backends: Vec<Entry<R>>,
+    devices: Vec<Ptr<Device<R>>>,
+}
+
+pub struct Registry<R: Rev> {
+    state: Mutex<State<R>>,
+}
+
+/// Asks a reg for its devices (foreign calls, made before taking the lock).
+fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
+    let n = reg.device_count()?;
+    let mut devs = Vec::with_capacity(n);
+    for i in 0..n {
+        let d = reg.device(i)?;
+        ensure!(!d.is_null(), "backend {} returned a NULL device {}", cstr(reg.name()?), i);
+        devs.push(Ptr(d));
+    }
+    Ok(devs)
+}
+
+impl<R: Rev> Registry<R> {
+    pub fn new() -> Self {
+        let mut state = State { backends: Vec::new(), devices: Vec::new() };
+        for (name, reg_fn) in &R::host().backend_regs {
+            // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or NULL.
+            let reg = unsafe { reg_fn() };
+            let Some(r) = obj(reg) else { continue };
+            match devices_of(r) {
+                Ok(devs) => {
+                    state.backends.push(Entry { reg: Ptr(reg), handle: None });
+                    state.devices.extend(devs);
+                }
+                Err(e) => crate::log_error!(R, "ggml_backend_registry", "skipping host backend {}: {}", name, e),
+            }
+        }
+        Registry { state: Mutex::new(state) }
+    }
+
+    fn add(&self, reg: *mut Reg<R>, handle: Option<DlHandle>) -> Result<()> {
+        let Some(r) = obj(reg) else { bail!("backend reg is NULL") };
+        let devs = devices_of(r)?;
+        let mut st = self.state.lock();
+        st.backends.push(Entry { reg: Ptr(reg), handle });
+        st.devices.extend(devs);
+        Ok(())
+    }
+
+    pub fn register_backend(&self, reg: *mut Reg<R>) -> Result<()> {
+        self.add(reg, None)
+    }
+
+    pub fn register_loaded(&self, reg: *mut Reg<R>, handle: DlHandle) -> Result<()> {
+        self.add(reg, Some(handle))
+    }
+
+    pub fn register_device(&self, dev: *mut Device<R>) -> Result<()> {
+        ensure!(!dev.is_null(), "device is NULL");
+        self.state.lock().devices.push(Ptr(dev));
+        Ok(())
+    }
+
+    /// Removes a reg and every device whose `reg` field points at it; `false` if it is not registered.
+    pub fn unregister(&self, reg: *mut Reg<R>) -> bool {
+        let removed = {
+            let mut st = self.state.lock();
+            let Some(pos) = st.backends.iter().position(|e| e.reg.0 == reg) else { return false };
+            st.devices.retain(|d| obj(d.0).map(|d| d.reg) != Some(reg));
+            st.backends.remove(pos)
+        };
+        drop(removed); // dlclose outside the lock
+        true
+    }
+
+    pub fn reg_count(&self) -> usize {
+        self.state.lock().backends.len()
+    }
+
+    pub fn reg_get(&self, index: usize) -> Result<*mut Reg<R>> {
+        let st = self.state.lock();
+        match st.backends.get(index) {
+            Some(e) => Ok(e.reg.0),
+            None => bail!("index {} out of range ({} backends registered)", index, st.backends.len()),
+        }
+    }
+
+    pub fn dev_count(&self) -> usize {
+        self.state.lock().devices.len()
+    }
+
+    pub fn dev_get(&self, index: usize) -> Result<*mut Device<R>> {
+        let st = self.state.lock();
+        match st.devices.get(index) {
+            Some(d) => Ok(d.0),
+            None => bail!("index {} out of range ({} devices registered)", index, st.devices.len()),
+        }
+    }
+
+    fn regs(&self) -> Vec<Ptr<Reg<R>>> {
+        self.state.lock().backends.iter().map(|e| e.reg).collect()
+    }
+
+    fn devs(&self) -> Vec<Ptr<Device<R>>> {
+        self.state.lock().devices.clone()
+    }
+
+    pub fn reg_by_name(&self, name: &str) -> Result<*mut Reg<R>> {
+        for r in self.regs() {
+            if let Some(reg) = obj(r.0) {
+                if names_match::<R>(&cstr(reg.name()?), name) {
+                    return Ok(r.0);
+                }
+            }
+        }
+        Ok(std::ptr::null_mut())
+    }
+
+    pub fn dev_by_name(&self, name: &str) -> Result<*mut Device<R>> {
+        for d in self.devs() {
+            if let Some(dev) = obj(d.0) {
+                if names_match::<R>(&cstr(dev.name()?), name) {
+                    return Ok(d.0);
+                }
+            }
+        }
+        Ok(std::ptr::null_mut())
+    }
+
+    pub fn dev_by_type(&self, type_: DevType) -> Result<*mut Device<R>> {
+        for d in self.devs() {
+            if let Some(dev) = obj(d.0) {
+                if dev.type_()? == type_ {
+                    return Ok(d.0);
+                }
+            }
+        }
+        Ok(std::ptr::null_mut())
+    }
+}
+
+/// lm compares names with `strcmp`; wsp ignores ASCII case.
+pub fn names_match<R: Rev>(a: &str, b: &str) -> bool {
+    if R::CASE_INSENSITIVE_NAMES {
+        a.eq_ignore_ascii_case(b)
+    } else {
+        a == b
+    }
+}
+
+pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
+    match obj(dev) {
+        Some(d) => d.init_backend(params),
+        None => Ok(std::ptr::null_mut()),
+    }
+}
+
+/// GPU first, else CPU, as stock.
+pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
+    let reg = R::registry();
+    let mut dev = reg.dev_by_type(DEV_TYPE_GPU)?;
+    if dev.is_null() {
+        dev = reg.dev_by_type(DEV_TYPE_CPU)?;
+    }
+    init_dev(dev, std::ptr::null())
+}
