@@ -1,0 +1,173 @@
+//! Layout facts, tested rather than assumed: `tests_c/layout.c` is compiled against each host's own
+//! headers (fetched by `scripts/fetch-hosts.sh`) and against our generated ones, and every
+//! size/offset/value it prints must equal the Rust mirror's.
+
+use ggml_backend_rs::abi::*;
+use std::collections::BTreeMap;
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn host_dir(tag: &str) -> PathBuf {
+    let d = root().join(".cache/hosts").join(tag).join("package/cpp");
+    assert!(d.join("ggml.h").exists(), "{} not found: run scripts/fetch-hosts.sh first", d.display());
+    d
+}
+
+/// Compiles and runs the probe; `ours` puts include/<tag> first (after staging the host headers
+/// without its own ggml-backend*.h so that ours are the ones found).
+fn probe(tag: &str, ours: bool) -> BTreeMap<String, u64> {
+    let host = host_dir(tag);
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}-{}", tag, if ours { "ours" } else { "host" }));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut includes: Vec<PathBuf> = Vec::new();
+    if ours {
+        // a header dir holding the host's headers minus the two we replace
+        let stage = tmp.join("stage");
+        std::fs::create_dir_all(&stage).unwrap();
+        for e in std::fs::read_dir(&host).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".h") && name != "ggml-backend.h" && name != "ggml-backend-impl.h" {
+                std::fs::copy(e.path(), stage.join(&name)).unwrap();
+            }
+        }
+        includes.push(root().join("include").join(tag));
+        includes.push(stage);
+    } else {
+        includes.push(host.clone());
+    }
+    let exe = tmp.join("layout");
+    let mut cc = Command::new("cc");
+    // -O1 drops the unused static inline helpers of ggml-impl.h, which would need ggml.c to link
+    cc.arg(format!("-DLAYOUT_{}", tag.to_uppercase())).arg("-std=gnu11").arg("-O1").arg("-w");
+    for i in &includes {
+        cc.arg("-I").arg(i);
+    }
+    cc.arg(root().join("tests_c/layout.c")).arg("-o").arg(&exe);
+    let st = cc.status().expect("cc");
+    assert!(st.success(), "layout.c failed to compile for {} ({})", tag, if ours { "ours" } else { "host" });
+    let out = Command::new(&exe).output().unwrap();
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once(' ').unwrap();
+            (k.to_string(), v.parse::<i64>().unwrap() as u64)
+        })
+        .collect()
+}
+
+macro_rules! off {
+    ($m:ident, $name:literal, $t:ty, $($f:ident => $c:literal),*) => {
+        $m.insert(concat!($name, ".size").to_string(), size_of::<$t>() as u64);
+        $( $m.insert(concat!($name, ".", $c).to_string(), offset_of!($t, $f) as u64); )*
+    };
+}
+
+fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    off!(m, "Tensor", Tensor<R>, type_ => "type", buffer => "buffer", ne => "ne", nb => "nb", op => "op",
+        op_params => "op_params", flags => "flags", src => "src", view_src => "view_src",
+        view_offs => "view_offs", data => "data", name => "name", extra => "extra");
+    off!(m, "HashSet", HashSet<R>, size => "size", used => "used", keys => "keys");
+    off!(m, "CGraph", CGraph<R>, size => "size", n_nodes => "n_nodes", n_leafs => "n_leafs", nodes => "nodes",
+        grads => "grads", grad_accs => "grad_accs", leafs => "leafs", visited_hash_set => "visited_hash_set", order => "order");
+    if size_of::<R::UseCounts>() > 0 {
+        m.insert("CGraph.use_counts".into(), offset_of!(CGraph<R>, use_counts) as u64);
+    }
+    off!(m, "BufferTypeI", BufferTypeI<R>, get_name => "get_name", alloc_buffer => "alloc_buffer",
+        get_alignment => "get_alignment", get_max_size => "get_max_size", get_alloc_size => "get_alloc_size", is_host => "is_host");
+    off!(m, "BufferType", BufferType<R>, iface => "iface", device => "device", context => "context");
+    off!(m, "BufferI", BufferI<R>, free_buffer => "free_buffer", get_base => "get_base", init_tensor => "init_tensor",
+        memset_tensor => "memset_tensor", set_tensor => "set_tensor", get_tensor => "get_tensor",
+        cpy_tensor => "cpy_tensor", clear => "clear", reset => "reset");
+    off!(m, "Buffer", Buffer<R>, iface => "iface", buft => "buft", context => "context", size => "size", usage => "usage");
+    off!(m, "BackendI", BackendI<R>, get_name => "get_name", free => "free", set_tensor_async => "set_tensor_async",
+        get_tensor_async => "get_tensor_async", cpy_tensor_async => "cpy_tensor_async", synchronize => "synchronize",
+        graph_plan_create => "graph_plan_create", graph_plan_free => "graph_plan_free", graph_plan_update => "graph_plan_update",
+        graph_plan_compute => "graph_plan_compute", graph_compute => "graph_compute", event_record => "event_record",
+        event_wait => "event_wait");
+    off!(m, "Backend", Backend<R>, guid => "guid", iface => "iface", device => "device", context => "context");
+    off!(m, "Event", Event<R>, device => "device", context => "context");
+    off!(m, "DevCaps", DevCaps, async_ => "async", host_buffer => "host_buffer", buffer_from_host_ptr => "buffer_from_host_ptr", events => "events");
+    off!(m, "DevProps", DevProps, name => "name", description => "description", memory_free => "memory_free",
+        memory_total => "memory_total", type_ => "type", caps => "caps");
+    off!(m, "DeviceI", DeviceI<R>, get_name => "get_name", get_description => "get_description", get_memory => "get_memory",
+        get_type => "get_type", get_props => "get_props", init_backend => "init_backend", get_buffer_type => "get_buffer_type",
+        get_host_buffer_type => "get_host_buffer_type", buffer_from_host_ptr => "buffer_from_host_ptr",
+        supports_op => "supports_op", supports_buft => "supports_buft", offload_op => "offload_op",
+        event_new => "event_new", event_free => "event_free", event_synchronize => "event_synchronize");
+    off!(m, "Device", Device<R>, iface => "iface", reg => "reg", context => "context");
+    off!(m, "RegI", RegI<R>, get_name => "get_name", get_device_count => "get_device_count", get_device => "get_device",
+        get_proc_address => "get_proc_address");
+    off!(m, "Reg", Reg<R>, iface => "iface", context => "context");
+    off!(m, "GraphCopy", GraphCopy<R>, buffer => "buffer", ctx_allocated => "ctx_allocated",
+        ctx_unallocated => "ctx_unallocated", graph => "graph");
+    let mut c = |k: &str, v: i64| {
+        m.insert(format!("const.{}", k), v as u64);
+    };
+    c("MAX_DIMS", MAX_DIMS as i64);
+    c("MAX_SRC", MAX_SRC as i64);
+    c("MAX_OP_PARAMS", MAX_OP_PARAMS as i64);
+    c("MAX_NAME", MAX_NAME as i64);
+    c("TENSOR_ALIGNMENT", TENSOR_ALIGNMENT as i64);
+    c("TYPE_COUNT", R::TYPE_COUNT as i64);
+    c("OP_VIEW", R::VIEW_OPS[0] as i64);
+    c("OP_RESHAPE", R::VIEW_OPS[1] as i64);
+    c("OP_PERMUTE", R::VIEW_OPS[2] as i64);
+    c("OP_TRANSPOSE", R::VIEW_OPS[3] as i64);
+    c("STATUS_ALLOC_FAILED", STATUS_ALLOC_FAILED as i64);
+    c("STATUS_FAILED", STATUS_FAILED as i64);
+    c("STATUS_SUCCESS", STATUS_SUCCESS as i64);
+    c("STATUS_ABORTED", STATUS_ABORTED as i64);
+    c("USAGE_COMPUTE", USAGE_COMPUTE as i64);
+    c("DEV_TYPE_ACCEL", DEV_TYPE_ACCEL as i64);
+    c("LOG_LEVEL_ERROR", LogLevel::Error as i64);
+    if R::BACKEND_API_VERSION > 0 {
+        c("BACKEND_API_VERSION", R::BACKEND_API_VERSION as i64);
+    }
+    m
+}
+
+fn compare(tag: &str, c: &BTreeMap<String, u64>, rust: &BTreeMap<String, u64>) {
+    let mut bad = Vec::new();
+    for (k, v) in c {
+        match rust.get(k) {
+            Some(r) if r == v => {}
+            Some(r) => bad.push(format!("{}: C {} vs Rust {}", k, v, r)),
+            None => bad.push(format!("{}: C {} not mirrored in Rust", k, v)),
+        }
+    }
+    for k in rust.keys() {
+        if !c.contains_key(k) {
+            bad.push(format!("{}: Rust only", k));
+        }
+    }
+    assert!(bad.is_empty(), "{} layout differs:\n{}", tag, bad.join("\n"));
+    assert!(c.len() > 100, "{}: probe printed only {} facts", tag, c.len());
+}
+
+#[test]
+fn lm_layout_matches_host_headers() {
+    compare("lm/host", &probe("lm", false), &rust_side::<Lm>());
+}
+
+#[test]
+fn wsp_layout_matches_host_headers() {
+    compare("wsp/host", &probe("wsp", false), &rust_side::<Wsp>());
+}
+
+#[test]
+fn lm_layout_matches_generated_headers() {
+    compare("lm/ours", &probe("lm", true), &rust_side::<Lm>());
+}
+
+#[test]
+fn wsp_layout_matches_generated_headers() {
+    compare("wsp/ours", &probe("wsp", true), &rust_side::<Wsp>());
+}
+
