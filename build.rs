@@ -13,6 +13,8 @@ struct Export {
     params: Vec<(String, String)>,
     ret: Option<String>,
     default: Option<String>,
+    /// glue function, when it is not named like the export
+    via: Option<String>,
 }
 
 fn parse_list(text: &str) -> Vec<Export> {
@@ -39,6 +41,10 @@ fn parse_list(text: &str) -> Vec<Export> {
             })
             .collect();
         let tail = rest[close + 1..].trim();
+        let (tail, via) = match tail.split_once(" via ") {
+            Some((t, v)) => (t.trim(), Some(v.trim().to_string())),
+            None => (tail, None),
+        };
         let (tail, default) = match tail.split_once(" or ") {
             Some((t, d)) => (t.trim(), Some(d.trim().to_string())),
             None => (tail, None),
@@ -46,7 +52,7 @@ fn parse_list(text: &str) -> Vec<Export> {
         let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
         assert!(["both", "lm", "wsp"].contains(&revs.as_str()), "exports.list:{}: bad revs", n + 1);
         assert!(["api", "impl"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
-        out.push(Export { revs, header, name, params, ret, default });
+        out.push(Export { revs, header, name, params, ret, default, via });
     }
     out
 }
@@ -63,6 +69,7 @@ fn type_aliases(rev: &str) -> Vec<(&'static str, String, Option<&'static str>)> 
         ("ggml_backend_graph_plan_t", "GraphPlan".into(), None),
         ("ggml_backend_reg_t", format!("*mut Reg<{r}>"), None),
         ("ggml_backend_dev_t", format!("*mut Device<{r}>"), None),
+        ("ggml_backend_sched_t", format!("*mut crate::sched::Sched<{r}>"), None),
         ("ggml_guid_t", "*mut Guid".into(), None),
         ("ggml_backend_sched_eval_callback", format!("SchedEvalCallback<{r}>"), None),
         ("ggml_backend_eval_callback", format!("CompareCallback<{r}>"), None),
@@ -70,10 +77,11 @@ fn type_aliases(rev: &str) -> Vec<(&'static str, String, Option<&'static str>)> 
         ("ggml_cgraph", format!("CGraph<{r}>"), Some("struct")),
         ("ggml_backend_buffer_i", format!("BufferI<{r}>"), Some("struct")),
         ("ggml_backend_dev_props", "DevProps".into(), Some("struct")),
-        ("ggml_backend_graph_copy", format!("GraphCopy<{r}>"), Some("struct")),
+        ("ggml_backend_graph_copy_struct", format!("GraphCopy<{r}>"), Some("struct ggml_backend_graph_copy")),
         ("ggml_status", "Status".into(), Some("enum")),
         ("ggml_backend_buffer_usage", "BufferUsage".into(), Some("enum")),
-        // the enum shares its name with the function `ggml_backend_dev_type`, so its Rust alias differs
+        // these two share their names with functions (`ggml_backend_dev_type`, `ggml_backend_graph_copy`),
+        // so their Rust aliases differ
         ("ggml_backend_dev_type_enum", "DevType".into(), Some("enum ggml_backend_dev_type")),
     ]
 }
@@ -88,8 +96,9 @@ fn export_fn(e: &Export, p: &str, rev: &str) -> String {
         None => "crate::ffi::FfiDefault::ffi_default()".into(),
     };
     format!(
-        "#[no_mangle]\npub extern \"C\" fn {p}ggml_backend_{name}({params}){ret} {{\n    crate::ffi::guard::<{rev}, _>(\"{p}ggml_backend_{name}\", {default}, || crate::ffi::glue::{name}::<{rev}>({args}))\n}}\n\n",
+        "#[no_mangle]\npub extern \"C\" fn {p}ggml_backend_{name}({params}){ret} {{\n    crate::ffi::guard::<{rev}, _>(\"{p}ggml_backend_{name}\", {default}, || crate::ffi::glue::{glue}::<{rev}>({args}))\n}}\n\n",
         name = e.name,
+        glue = e.via.as_deref().unwrap_or(&e.name),
         params = params.join(", "),
         args = args.join(", "),
     )

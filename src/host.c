@@ -29,17 +29,19 @@
     X(P##ggml_backend_cpu_reg)                \
     X(P##ggml_init)                           \
     X(P##ggml_free)                           \
-    X(P##ggml_graph_view)                     \
     X(P##ggml_dup_tensor)                     \
-    X(P##ggml_view_tensor)                    \
+    X(P##ggml_set_name)                       \
     X(P##ggml_new_graph_custom)               \
-    X(P##ggml_graph_nbytes)                   \
     X(P##ggml_tensor_overhead)                \
     X(P##ggml_graph_overhead_custom)          \
     X(P##ggml_hash_size)                      \
     X(P##ggml_op_name)                        \
-    X(P##ggml_op_desc)                        \
-    X(P##ggml_is_view_op)
+    X(P##ggml_gallocr_new_n)                  \
+    X(P##ggml_gallocr_free)                   \
+    X(P##ggml_gallocr_reserve_n)              \
+    X(P##ggml_gallocr_alloc_graph)            \
+    X(P##ggml_gallocr_get_buffer_size)        \
+    X(P##ggml_backend_alloc_ctx_tensors)
 
 #define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
 #define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;

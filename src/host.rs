@@ -1,6 +1,7 @@
 //! The host's symbols, reached through the weak references of `host.c`, and the logger.
 
-use crate::abi::{LogLevel, Reg, Rev};
+use crate::abi::{Backend, Buffer, BufferType, CGraph, LogLevel, Reg, Rev, Tensor};
+use once_cell::sync::OnceCell;
 use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
 
@@ -31,6 +32,7 @@ pub struct HostFns<R: Rev> {
     pub backend_regs: Vec<(&'static str, RegFn<R>)>,
     sym: fn(&str) -> *mut c_void,
     log: LogFn,
+    core: OnceCell<CoreFns<R>>,
     _rev: PhantomData<R>,
 }
 
@@ -56,7 +58,7 @@ impl<R: Rev> HostFns<R> {
                 backend_regs.push((name, f));
             }
         }
-        HostFns { backend_regs, sym, log, _rev: PhantomData }
+        HostFns { backend_regs, sym, log, core: OnceCell::new(), _rev: PhantomData }
     }
 
     /// Address of a ggml core function of the host (`ggml_init`, ...) by its unprefixed name.
@@ -96,4 +98,77 @@ macro_rules! log_at {
         $crate::host::log::<$r>($crate::abi::LogLevel::$level,
             &format!("{}{}: {}", <$r as $crate::abi::Rev>::PREFIX, $func, format!($($arg)*)))
     };
+}
+
+/// Typed entry points of the host's ggml core (`ggml.c`, `ggml-alloc.c`) that the scheduler and
+/// the graph utilities use. Resolved once; each is `None` when the host did not link it.
+pub struct CoreFns<R: Rev> {
+    pub gallocr_new_n: Option<unsafe extern "C" fn(*mut *mut BufferType<R>, i32) -> *mut c_void>,
+    pub gallocr_free: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub gallocr_reserve_n: Option<unsafe extern "C" fn(*mut c_void, *mut CGraph<R>, *const i32, *const i32) -> bool>,
+    pub gallocr_alloc_graph: Option<unsafe extern "C" fn(*mut c_void, *mut CGraph<R>) -> bool>,
+    pub gallocr_get_buffer_size: Option<unsafe extern "C" fn(*mut c_void, i32) -> usize>,
+    pub hash_size: Option<unsafe extern "C" fn(usize) -> usize>,
+    pub op_name: Option<unsafe extern "C" fn(i32) -> *const c_char>,
+    pub init: Option<unsafe extern "C" fn(InitParams) -> *mut c_void>,
+    pub free: Option<unsafe extern "C" fn(*mut c_void)>,
+    pub dup_tensor: Option<unsafe extern "C" fn(*mut c_void, *const Tensor<R>) -> *mut Tensor<R>>,
+    pub set_name: Option<unsafe extern "C" fn(*mut Tensor<R>, *const c_char) -> *mut Tensor<R>>,
+    pub new_graph_custom: Option<unsafe extern "C" fn(*mut c_void, usize, bool) -> *mut CGraph<R>>,
+    pub tensor_overhead: Option<unsafe extern "C" fn() -> usize>,
+    pub graph_overhead_custom: Option<unsafe extern "C" fn(usize, bool) -> usize>,
+    pub alloc_ctx_tensors: Option<unsafe extern "C" fn(*mut c_void, *mut Backend<R>) -> *mut Buffer<R>>,
+}
+
+/// `struct ggml_init_params`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct InitParams {
+    pub mem_size: usize,
+    pub mem_buffer: *mut c_void,
+    pub no_alloc: bool,
+}
+
+impl<R: Rev> CoreFns<R> {
+    fn load(h: &HostFns<R>) -> Self {
+        macro_rules! f {
+            ($name:literal) => {
+                // SAFETY: the weak symbol `<p>ggml_<name>` has exactly the signature of the field
+                // (checked against the hosts' headers when this table was written).
+                h.core_fn($name).map(|p| unsafe { std::mem::transmute::<*mut c_void, _>(p) })
+            };
+        }
+        CoreFns {
+            gallocr_new_n: f!("ggml_gallocr_new_n"),
+            gallocr_free: f!("ggml_gallocr_free"),
+            gallocr_reserve_n: f!("ggml_gallocr_reserve_n"),
+            gallocr_alloc_graph: f!("ggml_gallocr_alloc_graph"),
+            gallocr_get_buffer_size: f!("ggml_gallocr_get_buffer_size"),
+            hash_size: f!("ggml_hash_size"),
+            op_name: f!("ggml_op_name"),
+            init: f!("ggml_init"),
+            free: f!("ggml_free"),
+            dup_tensor: f!("ggml_dup_tensor"),
+            set_name: f!("ggml_set_name"),
+            new_graph_custom: f!("ggml_new_graph_custom"),
+            tensor_overhead: f!("ggml_tensor_overhead"),
+            graph_overhead_custom: f!("ggml_graph_overhead_custom"),
+            alloc_ctx_tensors: f!("ggml_backend_alloc_ctx_tensors"),
+        }
+    }
+}
+
+impl<R: Rev> HostFns<R> {
+    pub fn core(&self) -> &CoreFns<R> {
+        self.core.get_or_init(|| CoreFns::load(self))
+    }
+}
+
+/// `ggml_op_name`, or the op number when the host has no ggml.c.
+pub fn op_name<R: Rev>(op: i32) -> String {
+    match R::host().core().op_name {
+        // SAFETY: ggml_op_name returns a static string for any op id below GGML_OP_COUNT.
+        Some(f) if (0..128).contains(&op) => crate::abi::vtable::cstr(unsafe { f(op) }),
+        _ => format!("op#{}", op),
+    }
 }

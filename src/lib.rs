@@ -16,3 +16,5 @@ pub mod host;
 pub mod loader;
 pub mod registry;
 pub mod tensor;
+pub mod graph;
+pub mod sched;

@@ -255,6 +255,44 @@ LM_GGML_BACKEND_API lm_ggml_backend_buffer_t lm_ggml_backend_cpu_buffer_from_ptr
 
 LM_GGML_BACKEND_API lm_ggml_backend_buffer_type_t lm_ggml_backend_cpu_buffer_type(void);
 
+LM_GGML_BACKEND_API lm_ggml_backend_sched_t lm_ggml_backend_sched_new(lm_ggml_backend_t *backends, lm_ggml_backend_buffer_type_t *bufts, int32_t n_backends, size_t graph_size, bool parallel);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_sched_free(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API bool lm_ggml_backend_sched_reserve(lm_ggml_backend_sched_t sched, struct lm_ggml_cgraph *measure_graph);
+
+LM_GGML_BACKEND_API int32_t lm_ggml_backend_sched_get_n_backends(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API lm_ggml_backend_t lm_ggml_backend_sched_get_backend(lm_ggml_backend_sched_t sched, int32_t i);
+
+LM_GGML_BACKEND_API int32_t lm_ggml_backend_sched_get_n_splits(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API int32_t lm_ggml_backend_sched_get_n_copies(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API size_t lm_ggml_backend_sched_get_buffer_size(lm_ggml_backend_sched_t sched, lm_ggml_backend_t backend);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_sched_set_tensor_backend(lm_ggml_backend_sched_t sched, struct lm_ggml_tensor *node, lm_ggml_backend_t backend);
+
+LM_GGML_BACKEND_API lm_ggml_backend_t lm_ggml_backend_sched_get_tensor_backend(lm_ggml_backend_sched_t sched, struct lm_ggml_tensor *node);
+
+LM_GGML_BACKEND_API bool lm_ggml_backend_sched_alloc_graph(lm_ggml_backend_sched_t sched, struct lm_ggml_cgraph *graph);
+
+LM_GGML_BACKEND_API enum lm_ggml_status lm_ggml_backend_sched_graph_compute(lm_ggml_backend_sched_t sched, struct lm_ggml_cgraph *graph);
+
+LM_GGML_BACKEND_API enum lm_ggml_status lm_ggml_backend_sched_graph_compute_async(lm_ggml_backend_sched_t sched, struct lm_ggml_cgraph *graph);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_sched_synchronize(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_sched_reset(lm_ggml_backend_sched_t sched);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_sched_set_eval_callback(lm_ggml_backend_sched_t sched, lm_ggml_backend_sched_eval_callback callback, void *user_data);
+
+LM_GGML_BACKEND_API struct lm_ggml_backend_graph_copy lm_ggml_backend_graph_copy(lm_ggml_backend_t backend, struct lm_ggml_cgraph *graph);
+
+LM_GGML_BACKEND_API void lm_ggml_backend_graph_copy_free(struct lm_ggml_backend_graph_copy copy);
+
+LM_GGML_BACKEND_API bool lm_ggml_backend_compare_graph_backend(lm_ggml_backend_t backend1, lm_ggml_backend_t backend2, struct lm_ggml_cgraph *graph, lm_ggml_backend_eval_callback callback, void *user_data);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -271,6 +271,44 @@ WSP_GGML_BACKEND_API wsp_ggml_backend_buffer_t wsp_ggml_backend_cpu_buffer_from_
 
 WSP_GGML_BACKEND_API wsp_ggml_backend_buffer_type_t wsp_ggml_backend_cpu_buffer_type(void);
 
+WSP_GGML_BACKEND_API wsp_ggml_backend_sched_t wsp_ggml_backend_sched_new(wsp_ggml_backend_t *backends, wsp_ggml_backend_buffer_type_t *bufts, int32_t n_backends, size_t graph_size, bool parallel, bool op_offload);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_sched_free(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API bool wsp_ggml_backend_sched_reserve(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *measure_graph);
+
+WSP_GGML_BACKEND_API int32_t wsp_ggml_backend_sched_get_n_backends(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API wsp_ggml_backend_t wsp_ggml_backend_sched_get_backend(wsp_ggml_backend_sched_t sched, int32_t i);
+
+WSP_GGML_BACKEND_API int32_t wsp_ggml_backend_sched_get_n_splits(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API int32_t wsp_ggml_backend_sched_get_n_copies(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API size_t wsp_ggml_backend_sched_get_buffer_size(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_t backend);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_sched_set_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node, wsp_ggml_backend_t backend);
+
+WSP_GGML_BACKEND_API wsp_ggml_backend_t wsp_ggml_backend_sched_get_tensor_backend(wsp_ggml_backend_sched_t sched, struct wsp_ggml_tensor *node);
+
+WSP_GGML_BACKEND_API bool wsp_ggml_backend_sched_alloc_graph(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph);
+
+WSP_GGML_BACKEND_API enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph);
+
+WSP_GGML_BACKEND_API enum wsp_ggml_status wsp_ggml_backend_sched_graph_compute_async(wsp_ggml_backend_sched_t sched, struct wsp_ggml_cgraph *graph);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_sched_synchronize(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_sched_reset(wsp_ggml_backend_sched_t sched);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_sched_set_eval_callback(wsp_ggml_backend_sched_t sched, wsp_ggml_backend_sched_eval_callback callback, void *user_data);
+
+WSP_GGML_BACKEND_API struct wsp_ggml_backend_graph_copy wsp_ggml_backend_graph_copy(wsp_ggml_backend_t backend, struct wsp_ggml_cgraph *graph);
+
+WSP_GGML_BACKEND_API void wsp_ggml_backend_graph_copy_free(struct wsp_ggml_backend_graph_copy copy);
+
+WSP_GGML_BACKEND_API bool wsp_ggml_backend_compare_graph_backend(wsp_ggml_backend_t backend1, wsp_ggml_backend_t backend2, struct wsp_ggml_cgraph *graph, wsp_ggml_backend_eval_callback callback, void *user_data);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

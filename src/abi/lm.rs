@@ -1,6 +1,6 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
-use super::{Reg, Rev, Status, STATUS_SUCCESS};
+use super::{CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
 use crate::buffer::CpuStatics;
 use crate::host::HostFns;
 use crate::registry::Registry;
@@ -22,12 +22,31 @@ impl Rev for Lm {
     const REMOVED_TYPES: &'static [i32] = &[4, 5];
     const NBYTES_ZERO_FOR_EMPTY: bool = false;
     const VIEW_OPS: [i32; 4] = [34, 33, 35, 36];
+    const OP_ROPE: i32 = 44;
+    const SCHED_PASS1_SKIPS_VIEWS: bool = true;
+    const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = false;
+    const SCHED_SYNC_RESETS_COPY: bool = false;
 
     type InitRet = ();
     type RegHeader = ();
     type UseCounts = ();
 
     fn init_ret(_status: Status) {}
+    fn graph_view(g: &CGraph<Self>, i0: usize, i1: usize) -> CGraph<Self> {
+        let offset = |p: *mut *mut super::Tensor<Self>| if p.is_null() { p } else { p.wrapping_add(i0) };
+        CGraph {
+            size: 0,
+            n_nodes: (i1 - i0) as i32,
+            n_leafs: 0,
+            nodes: g.nodes.wrapping_add(i0),
+            grads: offset(g.grads),
+            grad_accs: offset(g.grad_accs),
+            leafs: std::ptr::null_mut(),
+            use_counts: (),
+            visited_hash_set: HashSet { size: 0, used: std::ptr::null_mut(), keys: std::ptr::null_mut() },
+            order: g.order,
+        }
+    }
     fn init_status(_ret: ()) -> Status {
         STATUS_SUCCESS
     }

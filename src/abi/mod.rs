@@ -30,6 +30,8 @@ pub const STATUS_ALLOC_FAILED: Status = -2;
 pub const STATUS_FAILED: Status = -1;
 pub const STATUS_SUCCESS: Status = 0;
 pub const STATUS_ABORTED: Status = 1;
+/// `int` results whose "no" value is 0 (counts).
+pub const ZERO_I32: i32 = 0;
 
 /// `enum ggml_log_level`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +50,10 @@ pub type BufferUsage = i32;
 pub const USAGE_ANY: BufferUsage = 0;
 pub const USAGE_WEIGHTS: BufferUsage = 1;
 pub const USAGE_COMPUTE: BufferUsage = 2;
+
+/// `GGML_TENSOR_FLAG_INPUT` / `OUTPUT`.
+pub const TENSOR_FLAG_INPUT: i32 = 1;
+pub const TENSOR_FLAG_OUTPUT: i32 = 2;
 
 /// `enum ggml_backend_dev_type`.
 pub type DevType = i32;
@@ -73,6 +79,15 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const NBYTES_ZERO_FOR_EMPTY: bool;
     /// `GGML_OP_VIEW`, `RESHAPE`, `PERMUTE`, `TRANSPOSE`, in that order.
     const VIEW_OPS: [i32; 4];
+    /// `GGML_OP_ROPE`: the scheduler does not place ROPE by its (tiny) weight.
+    const OP_ROPE: i32;
+    /// Scheduler pass 1 leaves view ops unassigned in lm; wsp assigns them too.
+    const SCHED_PASS1_SKIPS_VIEWS: bool;
+    /// wsp offloads a weight's op to a higher-priority backend only with `op_offload` and a host
+    /// buffer; lm always may.
+    const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool;
+    /// wsp's `sched_synchronize` rewinds the pipeline copy index when no graph is allocated; lm keeps it.
+    const SCHED_SYNC_RESETS_COPY: bool;
 
     /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
     /// `void` in lm, `enum ggml_status` in wsp.
@@ -83,6 +98,9 @@ pub trait Rev: 'static + Sized + Send + Sync {
     type UseCounts: Copy + 'static;
 
     fn init_ret(status: Status) -> Self::InitRet;
+    /// `ggml_graph_view`: lm offsets the gradients and drops the visited set; wsp keeps the
+    /// visited set and use counts (ggml-cpu reads them) and drops the gradients.
+    fn graph_view(g: &CGraph<Self>, i0: usize, i1: usize) -> CGraph<Self>;
     fn init_status(ret: Self::InitRet) -> Status;
     fn reg_header() -> Self::RegHeader;
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;

@@ -370,3 +370,55 @@ impl<R: Rev> Reg<R> {
         self.iface.get_proc_address.map(|f| unsafe { f(self.me(), name) }).unwrap_or(std::ptr::null_mut())
     }
 }
+
+impl<R: Rev> CGraph<R> {
+    /// An empty graph, as stock's `calloc` gives its scheduler graph copy.
+    pub fn zeroed() -> Self {
+        // SAFETY: CGraph is plain data (integers, pointers, and `()` or a pointer); all-zero is valid.
+        unsafe { std::mem::zeroed() }
+    }
+    pub fn nodes(&self) -> &[*mut Tensor<R>] {
+        if self.nodes.is_null() || self.n_nodes <= 0 {
+            return &[];
+        }
+        // SAFETY: a graph's `nodes` array holds at least `n_nodes` entries.
+        unsafe { std::slice::from_raw_parts(self.nodes, self.n_nodes as usize) }
+    }
+    pub fn leafs(&self) -> &[*mut Tensor<R>] {
+        if self.leafs.is_null() || self.n_leafs <= 0 {
+            return &[];
+        }
+        // SAFETY: a graph's `leafs` array holds at least `n_leafs` entries.
+        unsafe { std::slice::from_raw_parts(self.leafs, self.n_leafs as usize) }
+    }
+}
+
+/// Calls an app's scheduler eval callback (`ask`: does the user want to see `t`?).
+pub fn call_eval_callback<R: Rev>(cb: unsafe extern "C" fn(*mut Tensor<R>, bool, *mut c_void) -> bool, t: *mut Tensor<R>, ask: bool, user_data: *mut c_void) -> bool {
+    // SAFETY: the callback and its user data were registered together by the app.
+    unsafe { cb(t, ask, user_data) }
+}
+
+/// Calls `compare_graph_backend`'s callback.
+pub fn call_compare_callback<R: Rev>(
+    cb: unsafe extern "C" fn(i32, *mut Tensor<R>, *mut Tensor<R>, *mut c_void) -> bool,
+    i: i32,
+    t1: *mut Tensor<R>,
+    t2: *mut Tensor<R>,
+    user_data: *mut c_void,
+) -> bool {
+    // SAFETY: as above.
+    unsafe { cb(i, t1, t2, user_data) }
+}
+
+impl<R: Rev> CGraph<R> {
+    /// Writes node `i` of a graph made by `ggml_new_graph_custom` (capacity `size`).
+    pub fn set_node(&mut self, i: usize, t: *mut Tensor<R>) -> bool {
+        if self.nodes.is_null() || i >= self.size.max(0) as usize {
+            return false;
+        }
+        // SAFETY: `nodes` holds `size` entries and i < size.
+        unsafe { *self.nodes.add(i) = t };
+        true
+    }
+}

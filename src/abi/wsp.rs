@@ -1,6 +1,6 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
-use super::{Reg, Rev, Status};
+use super::{CGraph, Reg, Rev, Status};
 use crate::buffer::CpuStatics;
 use crate::host::HostFns;
 use crate::registry::Registry;
@@ -22,6 +22,10 @@ impl Rev for Wsp {
     const REMOVED_TYPES: &'static [i32] = &[4, 5, 31, 32, 33, 36, 37, 38];
     const NBYTES_ZERO_FOR_EMPTY: bool = true;
     const VIEW_OPS: [i32; 4] = [35, 34, 36, 37];
+    const OP_ROPE: i32 = 46;
+    const SCHED_PASS1_SKIPS_VIEWS: bool = false;
+    const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
+    const SCHED_SYNC_RESETS_COPY: bool = true;
 
     type InitRet = Status;
     type RegHeader = i32;
@@ -29,6 +33,20 @@ impl Rev for Wsp {
 
     fn init_ret(status: Status) -> Status {
         status
+    }
+    fn graph_view(g: &CGraph<Self>, i0: usize, i1: usize) -> CGraph<Self> {
+        CGraph {
+            size: 0,
+            n_nodes: (i1 - i0) as i32,
+            n_leafs: 0,
+            nodes: g.nodes.wrapping_add(i0),
+            grads: std::ptr::null_mut(),
+            grad_accs: std::ptr::null_mut(),
+            leafs: std::ptr::null_mut(),
+            use_counts: g.use_counts,
+            visited_hash_set: g.visited_hash_set,
+            order: g.order,
+        }
     }
     fn init_status(ret: Status) -> Status {
         ret

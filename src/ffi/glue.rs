@@ -386,3 +386,137 @@ pub fn cpu_buffer_from_ptr<R: Rev>(ptr: *mut c_void, size: usize) -> Result<*mut
 pub fn cpu_buffer_type<R: Rev>() -> Result<*mut BufferType<R>> {
     Ok(buffer::cpu_buffer_type())
 }
+
+// ---------------------------------------------------------------- scheduler
+
+use crate::sched::Sched;
+
+fn sched_mut<'a, R: Rev>(sched: *mut Sched<R>) -> Result<&'a mut Sched<R>> {
+    match obj_mut(sched) {
+        Some(s) => Ok(s),
+        None => bail!("scheduler is NULL"),
+    }
+}
+
+fn graph_mut<'a, R: Rev>(g: *mut CGraph<R>) -> Result<&'a mut CGraph<R>> {
+    match obj_mut(g) {
+        Some(g) => Ok(g),
+        None => bail!("graph is NULL"),
+    }
+}
+
+fn sched_new_impl<R: Rev>(
+    backends: *mut *mut Backend<R>,
+    bufts: *mut *mut BufferType<R>,
+    n_backends: i32,
+    graph_size: usize,
+    parallel: bool,
+    op_offload: bool,
+) -> Result<*mut Sched<R>> {
+    ensure!(!backends.is_null(), "backends is NULL");
+    ensure!(n_backends > 0 && n_backends as usize <= crate::sched::MAX_BACKENDS, "n_backends {} is not in 1..={}", n_backends, crate::sched::MAX_BACKENDS);
+    ensure!(graph_size > 0, "graph_size is 0");
+    // SAFETY: the caller passes arrays of n_backends entries (checked non-NULL above).
+    let list = unsafe { std::slice::from_raw_parts(backends, n_backends as usize) };
+    // SAFETY: as above, when bufts is given.
+    let bts = (!bufts.is_null()).then(|| unsafe { std::slice::from_raw_parts(bufts, n_backends as usize) });
+    Ok(Box::into_raw(Sched::new(list, bts, graph_size, parallel, op_offload)?))
+}
+
+/// lm has no `op_offload` parameter: it always lets a higher-priority backend offload.
+pub fn sched_new<R: Rev>(backends: *mut *mut Backend<R>, bufts: *mut *mut BufferType<R>, n_backends: i32, graph_size: usize, parallel: bool) -> Result<*mut Sched<R>> {
+    sched_new_impl(backends, bufts, n_backends, graph_size, parallel, true)
+}
+pub fn sched_new_offload<R: Rev>(
+    backends: *mut *mut Backend<R>,
+    bufts: *mut *mut BufferType<R>,
+    n_backends: i32,
+    graph_size: usize,
+    parallel: bool,
+    op_offload: bool,
+) -> Result<*mut Sched<R>> {
+    sched_new_impl(backends, bufts, n_backends, graph_size, parallel, op_offload)
+}
+pub fn sched_free<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
+    if !sched.is_null() {
+        // SAFETY: schedulers are created by sched_new (Box::into_raw) and freed once, here.
+        drop(unsafe { Box::from_raw(sched) });
+    }
+    Ok(())
+}
+pub fn sched_reserve<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<bool> {
+    sched_mut(sched)?.reserve(graph_mut(g)?)?;
+    Ok(true)
+}
+pub fn sched_get_n_backends<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
+    Ok(sched_mut(sched)?.backends.len() as i32)
+}
+pub fn sched_get_backend<R: Rev>(sched: *mut Sched<R>, i: i32) -> Result<*mut Backend<R>> {
+    let s = sched_mut(sched)?;
+    ensure!(i >= 0 && (i as usize) < s.backends.len(), "backend index {} out of range ({} backends)", i, s.backends.len());
+    Ok(s.backends[i as usize])
+}
+pub fn sched_get_n_splits<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
+    Ok(sched_mut(sched)?.splits.len() as i32)
+}
+pub fn sched_get_n_copies<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
+    Ok(sched_mut(sched)?.n_copies as i32)
+}
+pub fn sched_get_buffer_size<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<usize> {
+    sched_mut(sched)?.buffer_size(backend)
+}
+pub fn sched_set_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<R>, backend: *mut Backend<R>) -> Result<()> {
+    let s = sched_mut(sched)?;
+    s.set_tensor_backend(non_null!(node, "node"), backend)
+}
+pub fn sched_get_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<R>) -> Result<*mut Backend<R>> {
+    let s = sched_mut(sched)?;
+    non_null!(node, "node");
+    Ok(s.tensor_backend(node))
+}
+pub fn sched_alloc_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<bool> {
+    sched_mut(sched)?.alloc_graph(graph_mut(g)?)?;
+    Ok(true)
+}
+pub fn sched_graph_compute<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<Status> {
+    let s = sched_mut(sched)?;
+    let st = s.graph_compute_async(graph_mut(g)?)?;
+    s.synchronize();
+    Ok(st)
+}
+pub fn sched_graph_compute_async<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<Status> {
+    sched_mut(sched)?.graph_compute_async(graph_mut(g)?)
+}
+pub fn sched_synchronize<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
+    sched_mut(sched)?.synchronize();
+    Ok(())
+}
+pub fn sched_reset<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
+    sched_mut(sched)?.reset();
+    Ok(())
+}
+pub fn sched_set_eval_callback<R: Rev>(sched: *mut Sched<R>, callback: SchedEvalCallback<R>, user_data: *mut c_void) -> Result<()> {
+    let s = sched_mut(sched)?;
+    s.callback = callback;
+    s.callback_data = user_data;
+    Ok(())
+}
+
+// ---------------------------------------------------------------- graph utilities
+
+pub fn graph_copy<R: Rev>(backend: *mut Backend<R>, g: *mut CGraph<R>) -> Result<GraphCopy<R>> {
+    crate::graph::graph_copy(non_null!(backend, "backend"), graph_mut(g)?)
+}
+pub fn graph_copy_free<R: Rev>(copy: GraphCopy<R>) -> Result<()> {
+    crate::graph::graph_copy_free(copy)
+}
+pub fn compare_graph_backend<R: Rev>(
+    backend1: *mut Backend<R>,
+    backend2: *mut Backend<R>,
+    g: *mut CGraph<R>,
+    callback: CompareCallback<R>,
+    user_data: *mut c_void,
+) -> Result<bool> {
+    let Some(cb) = callback else { bail!("callback is NULL") };
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data)
+}

@@ -38,6 +38,16 @@ impl FfiDefault for i32 {
         crate::abi::STATUS_FAILED
     }
 }
+impl<R: crate::abi::Rev> FfiDefault for crate::abi::GraphCopy<R> {
+    fn ffi_default() -> Self {
+        crate::abi::GraphCopy {
+            buffer: std::ptr::null_mut(),
+            ctx_allocated: std::ptr::null_mut(),
+            ctx_unallocated: std::ptr::null_mut(),
+            graph: std::ptr::null_mut(),
+        }
+    }
+}
 impl FfiDefault for () {
     fn ffi_default() -> Self {}
 }

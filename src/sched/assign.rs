@@ -1,0 +1,202 @@
+//! Passes 1-4: which backend runs each node. Lower backend index = higher priority; the last
+//! backend is the CPU fallback.
+
+use super::Sched;
+use crate::abi::vtable::obj;
+use crate::abi::*;
+use crate::error::Result;
+use crate::tensor::is_view_op;
+use crate::bail;
+
+impl<R: Rev> Sched<R> {
+    fn last(&self) -> i32 {
+        self.backends.len() as i32 - 1
+    }
+
+    /// The highest-priority backend that supports `tensor`'s buffer type and can run `op`.
+    fn backend_from_buffer(&self, tensor: &Tensor<R>, op: *const Tensor<R>) -> i32 {
+        let Some(buf) = obj(tensor.data_buffer()) else { return -1 };
+        (0..self.backends.len())
+            .find(|&i| self.supports_buft(i, buf.buft) && self.supports_op(i, op))
+            .map(|i| i as i32)
+            .unwrap_or(-1)
+    }
+
+    /// Pass 1 for one tensor: pinned by its (or its view source's) buffer, a graph input on the
+    /// CPU, or next to its weights (unless a higher-priority backend wants to offload the op).
+    fn backend_from_cur(&self, t: *mut Tensor<R>) -> Result<i32> {
+        let tr = obj(t).unwrap();
+        let id = self.backend_from_buffer(tr, t);
+        if id != -1 {
+            return Ok(id);
+        }
+        if let Some(vs) = tr.view_src() {
+            let id = self.backend_from_buffer(vs, t);
+            if id != -1 {
+                return Ok(id);
+            }
+        }
+        if !tr.data_buffer().is_null() {
+            // stock aborts here: the tensor is pre-allocated where no backend can run its op
+            let buf = obj(tr.data_buffer()).unwrap();
+            bail!(
+                "pre-allocated tensor '{}' in a buffer ({}) that cannot run the operation ({})",
+                tr.name(),
+                crate::abi::vtable::cstr(buf.buft()?.name()?),
+                crate::host::op_name::<R>(tr.op)
+            );
+        }
+        if tr.flags & TENSOR_FLAG_INPUT != 0 {
+            return Ok(self.last());
+        }
+        for &src in tr.src.iter() {
+            let Some(s) = obj(src) else { continue };
+            let Some(sbuf) = obj(s.buffer) else { continue };
+            // ROPE's frequency tensor is too small to choose a backend by
+            if tr.op != R::OP_ROPE && sbuf.usage == USAGE_WEIGHTS {
+                let src_id = self.backend_from_buffer(s, t);
+                let may_offload = if R::SCHED_OFFLOAD_NEEDS_HOST_BUFFER {
+                    self.op_offload && sbuf.buft().map(|b| b.is_host()).unwrap_or(false)
+                } else {
+                    true
+                };
+                if src_id == self.last() && may_offload {
+                    for b in 0..src_id as usize {
+                        if self.supports_op(b, t) && self.offload_op(b, t) {
+                            return Ok(b as i32);
+                        }
+                    }
+                }
+                return Ok(src_id);
+            }
+        }
+        Ok(-1)
+    }
+
+    /// Pass 1: leafs and nodes with pre-allocated data or weights; user assignments are kept.
+    pub(super) fn assign_from_buffers(&mut self, g: &CGraph<R>) -> Result<()> {
+        for &leaf in g.leafs() {
+            if self.ids.backend(leaf) == -1 {
+                let id = self.backend_from_cur(leaf)?;
+                self.ids.set_backend(leaf, id);
+            }
+        }
+        for &node in g.nodes() {
+            if R::SCHED_PASS1_SKIPS_VIEWS && is_view_op::<R>(obj(node).unwrap().op) {
+                continue;
+            }
+            if self.ids.backend(node) == -1 {
+                let id = self.backend_from_cur(node)?;
+                self.ids.set_backend(node, id);
+            }
+        }
+        Ok(())
+    }
+
+    /// One expansion sweep: unassigned nodes take the backend of the last assigned node seen
+    /// (if it supports them); with `skip_cpu`, CPU-assigned nodes interrupt the run.
+    fn expand(&mut self, order: &[*mut Tensor<R>], skip_cpu: bool) {
+        let mut cur = -1;
+        for &node in order {
+            if is_view_op::<R>(obj(node).unwrap().op) {
+                continue;
+            }
+            let id = self.ids.backend(node);
+            if id != -1 {
+                cur = if skip_cpu && id == self.last() { -1 } else { id };
+            } else if cur != -1 && self.supports_op(cur as usize, node) {
+                self.ids.set_backend(node, cur);
+            }
+        }
+    }
+
+    /// Pass 2: GPU assignments spread down then up (ignoring the CPU), then every assignment.
+    pub(super) fn expand_assignments(&mut self, g: &CGraph<R>) {
+        let down: Vec<*mut Tensor<R>> = g.nodes().to_vec();
+        let up: Vec<*mut Tensor<R>> = down.iter().rev().copied().collect();
+        self.expand(&down, true);
+        self.expand(&up, true);
+        self.expand(&down, false);
+        self.expand(&up, false);
+    }
+
+    /// Is `t` (allocated or assigned) in a buffer type backend `b` can use?
+    pub(super) fn buffer_supported(&self, t: &Tensor<R>, b: usize) -> bool {
+        let buft = match obj(t.data_buffer()) {
+            Some(buf) => buf.buft,
+            None => {
+                let mut id = self.ids.backend(t);
+                if id == -1 && !t.view_src.is_null() {
+                    id = self.ids.backend(t.view_src);
+                }
+                if id == -1 {
+                    return false;
+                }
+                self.bufts[id as usize]
+            }
+        };
+        !buft.is_null() && self.supports_buft(b, buft)
+    }
+
+    /// Pass 3: unassigned nodes go to the supporting backend with the most usable inputs;
+    /// assigned nodes move to a higher-priority backend with the same buffer type when all their
+    /// inputs are usable there.
+    pub(super) fn upgrade_to_higher_priority(&mut self, g: &CGraph<R>) {
+        for &node in g.nodes() {
+            let n = obj(node).unwrap();
+            if is_view_op::<R>(n.op) {
+                continue;
+            }
+            let id = self.ids.backend(node);
+            if id == -1 {
+                let mut best = -1i32;
+                for b in 0..self.backends.len() {
+                    if !self.supports_op(b, node) {
+                        continue;
+                    }
+                    let supported = n
+                        .src
+                        .iter()
+                        .filter_map(|&s| obj(s))
+                        .filter(|s| {
+                            (self.ids.backend(*s) != -1 || self.ids.backend(s.view_src) != -1) && self.buffer_supported(s, b)
+                        })
+                        .count() as i32;
+                    if supported > best {
+                        best = supported;
+                        self.ids.set_backend(node, b as i32);
+                    }
+                }
+            } else {
+                for b in 0..id as usize {
+                    if self.bufts[b] == self.bufts[id as usize]
+                        && self.supports_op(b, node)
+                        && n.src.iter().filter_map(|&s| obj(s)).all(|s| self.buffer_supported(s, b))
+                    {
+                        self.ids.set_backend(node, b as i32);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pass 4: views follow their source; sources still unassigned follow their consumer.
+    pub(super) fn assign_remaining_srcs(&mut self, g: &CGraph<R>) {
+        for &node in g.nodes() {
+            let n = obj(node).unwrap();
+            if !n.view_src.is_null() && self.ids.backend(node) == -1 {
+                let id = self.ids.backend(n.view_src);
+                self.ids.set_backend(node, id);
+            }
+            let cur = self.ids.backend(node);
+            for &src in n.src.iter() {
+                let Some(s) = obj(src) else { continue };
+                if self.ids.backend(src) == -1 {
+                    let id = if !s.view_src.is_null() { self.ids.backend(s.view_src) } else { cur };
+                    self.ids.set_backend(src, id);
+                }
+            }
+        }
+    }
+}

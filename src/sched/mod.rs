@@ -1,0 +1,363 @@
+//! The backend scheduler: assigns graph nodes to backends, splits the graph where the backend
+//! changes, copies split inputs across backends, allocates the compute buffers (through the host's
+//! `ggml-alloc`) and runs the splits, with stock's semantics except where a decision is written.
+//!
+//! Where the work is: `assign` (passes 1-4: which backend runs each node), `split` (pass 5: splits,
+//! input copies, the graph handed to the allocator), `compute` (running splits, copies, events,
+//! the eval callback), `debug` (the `*GGML_SCHED_DEBUG` printout).
+
+mod arena;
+mod assign;
+mod compute;
+mod debug;
+mod split;
+pub mod tensor_map;
+
+use crate::abi::vtable::obj;
+use crate::abi::*;
+use crate::error::Result;
+use crate::{bail, ensure};
+use arena::Arena;
+use std::ffi::c_void;
+use tensor_map::TensorMap;
+
+/// Stock's limits: backends per scheduler and pipeline copies when `parallel` is set.
+pub const MAX_BACKENDS: usize = 16;
+pub const MAX_COPIES: usize = 4;
+/// Stock starts a new split when the current one already has this many inputs to copy; we keep
+/// the heuristic (same splits as stock) but never abort past it.
+pub const SPLIT_INPUTS_SOFT_LIMIT: usize = MAX_SRC;
+
+pub struct Split<R: Rev> {
+    pub backend_id: usize,
+    pub i_start: usize,
+    pub i_end: usize,
+    pub inputs: Vec<*mut Tensor<R>>,
+    pub graph: CGraph<R>,
+}
+
+/// The host's graph allocator (`ggml_gallocr`), one buffer per backend.
+struct Galloc<R: Rev> {
+    handle: *mut c_void,
+    core: &'static crate::host::CoreFns<R>,
+}
+
+impl<R: Rev> Galloc<R> {
+    fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
+        let core = R::host().core();
+        let (Some(new_n), Some(_), Some(_), Some(_), Some(_)) =
+            (core.gallocr_new_n, core.gallocr_free, core.gallocr_reserve_n, core.gallocr_alloc_graph, core.gallocr_get_buffer_size)
+        else {
+            bail!("the host does not link {}ggml-alloc (ggml_gallocr_*), which the scheduler allocates with", R::PREFIX);
+        };
+        // SAFETY: bufts holds n valid buffer types; gallocr copies the array.
+        let handle = unsafe { new_n(bufts.as_mut_ptr(), bufts.len() as i32) };
+        ensure!(!handle.is_null(), "failed to create the graph allocator");
+        Ok(Galloc { handle, core })
+    }
+    fn reserve(&self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
+        // SAFETY: checked present in `new`; the id arrays cover g's nodes and leafs.
+        unsafe { (self.core.gallocr_reserve_n.unwrap())(self.handle, g, node_ids.as_ptr(), leaf_ids.as_ptr()) }
+    }
+    fn alloc_graph(&self, g: &mut CGraph<R>) -> bool {
+        // SAFETY: as above.
+        unsafe { (self.core.gallocr_alloc_graph.unwrap())(self.handle, g) }
+    }
+    fn buffer_size(&self, id: usize) -> usize {
+        // SAFETY: as above; id < number of buffer types.
+        unsafe { (self.core.gallocr_get_buffer_size.unwrap())(self.handle, id as i32) }
+    }
+}
+
+impl<R: Rev> Drop for Galloc<R> {
+    fn drop(&mut self) {
+        // SAFETY: created by gallocr_new_n, freed once.
+        unsafe { (self.core.gallocr_free.unwrap())(self.handle) }
+    }
+}
+
+/// `ggml_hash_size`: the scheduler accepts graphs of up to this many nodes + leafs, as stock.
+fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
+    if let Some(f) = R::host().core().hash_size {
+        // SAFETY: pure function of its argument.
+        return unsafe { f(graph_size) };
+    }
+    // ggml's table: the first prime after each power of two
+    let is_prime = |n: usize| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0);
+    let mut k = 1usize;
+    loop {
+        let mut p = k;
+        while !is_prime(p) {
+            p += 1;
+        }
+        if p >= graph_size || k > usize::MAX / 4 {
+            return p.max(graph_size);
+        }
+        k *= 2;
+    }
+}
+
+pub struct Sched<R: Rev> {
+    pub(crate) backends: Vec<*mut Backend<R>>,
+    pub(crate) bufts: Vec<*mut BufferType<R>>,
+    galloc: Galloc<R>,
+    pub(crate) n_copies: usize,
+    pub(crate) cur_copy: usize,
+    pub(crate) op_offload: bool,
+    pub(crate) debug: i32,
+    /// [backend][copy]; NULL where the device has no events
+    pub(crate) events: Vec<[*mut Event<R>; MAX_COPIES]>,
+    pub(crate) graph_size: usize,
+    capacity: usize,
+
+    pub(crate) ids: TensorMap<R>,
+    pub(crate) arena: Arena<R>,
+    pub(crate) splits: Vec<Split<R>>,
+    pub(crate) graph_inputs: Vec<*mut Tensor<R>>,
+
+    /// the graph handed to the allocator: the user's nodes plus the split inputs' copies
+    pub(crate) nodes: Vec<*mut Tensor<R>>,
+    pub(crate) leafs: Vec<*mut Tensor<R>>,
+    pub(crate) node_backend_ids: Vec<i32>,
+    pub(crate) leaf_backend_ids: Vec<i32>,
+    prev_node_backend_ids: Vec<i32>,
+    prev_leaf_backend_ids: Vec<i32>,
+    pub(crate) alloc_graph: CGraph<R>,
+
+    pub(crate) callback: SchedEvalCallback<R>,
+    pub(crate) callback_data: *mut c_void,
+
+    is_reset: bool,
+    is_alloc: bool,
+}
+
+fn debug_level<R: Rev>() -> i32 {
+    [format!("{}GGML_SCHED_DEBUG", R::ENV_PREFIX), "GGML_SCHED_DEBUG".to_string()]
+        .iter()
+        .find_map(|k| std::env::var(k).ok())
+        .map(|v| v.trim().parse().unwrap_or(0))
+        .unwrap_or(0)
+}
+
+impl<R: Rev> Sched<R> {
+    pub fn new(
+        backends: &[*mut Backend<R>],
+        bufts: Option<&[*mut BufferType<R>]>,
+        graph_size: usize,
+        parallel: bool,
+        op_offload: bool,
+    ) -> Result<Box<Self>> {
+        let n = backends.len();
+        ensure!(n > 0, "at least one backend is needed");
+        ensure!(n <= MAX_BACKENDS, "{} backends, at most {} are supported", n, MAX_BACKENDS);
+        for (i, &b) in backends.iter().enumerate() {
+            ensure!(!b.is_null(), "backend {} is NULL", i);
+        }
+        // stock aborts unless the last backend is a CPU device: the fallback for every op
+        let last = obj(backends[n - 1]).and_then(|b| obj(b.device));
+        let last_type = match last {
+            Some(d) => d.type_()?,
+            None => bail!("the last backend has no device"),
+        };
+        ensure!(last_type == DEV_TYPE_CPU, "the last backend must be a CPU device (got device type {})", last_type);
+
+        let mut bts = Vec::with_capacity(n);
+        for (i, &b) in backends.iter().enumerate() {
+            let be = obj(b).unwrap();
+            let buft = match bufts {
+                Some(list) => list[i],
+                None => crate::backend::default_buffer_type(be)? as *const _ as *mut _,
+            };
+            ensure!(!buft.is_null(), "buffer type {} is NULL", i);
+            ensure!(crate::backend::supports_buft(be, buft)?, "backend {} does not support buffer type {}", i, crate::abi::vtable::cstr(obj(buft).map(|t| t.name()).transpose()?.unwrap_or(std::ptr::null())));
+            bts.push(buft);
+        }
+
+        let n_copies = if parallel { MAX_COPIES } else { 1 };
+        let mut events = vec![[std::ptr::null_mut(); MAX_COPIES]; n];
+        if n_copies > 1 {
+            for (b, ev) in events.iter_mut().enumerate() {
+                let dev = obj(backends[b]).and_then(|be| obj(be.device));
+                for e in ev.iter_mut().take(n_copies) {
+                    *e = crate::event::event_new(dev);
+                }
+            }
+        }
+        let galloc = Galloc::new(&mut bts)?;
+        let capacity = hash_capacity::<R>(graph_size);
+        let mut s = Box::new(Sched {
+            backends: backends.to_vec(),
+            bufts: bts,
+            galloc,
+            n_copies,
+            cur_copy: 0,
+            op_offload,
+            debug: debug_level::<R>(),
+            events,
+            graph_size,
+            capacity,
+            ids: TensorMap::new(n, n_copies, capacity),
+            arena: Arena::new(),
+            splits: Vec::new(),
+            graph_inputs: Vec::new(),
+            nodes: Vec::new(),
+            leafs: Vec::new(),
+            node_backend_ids: Vec::new(),
+            leaf_backend_ids: Vec::new(),
+            prev_node_backend_ids: Vec::new(),
+            prev_leaf_backend_ids: Vec::new(),
+            alloc_graph: CGraph::zeroed(),
+            callback: None,
+            callback_data: std::ptr::null_mut(),
+            is_reset: false,
+            is_alloc: false,
+        });
+        s.reset();
+        Ok(s)
+    }
+
+    pub fn backend_index(&self, backend: *mut Backend<R>) -> Option<usize> {
+        self.backends.iter().position(|&b| b == backend)
+    }
+
+    pub fn reset(&mut self) {
+        if !self.is_reset {
+            self.ids.clear();
+            self.is_reset = true;
+        }
+        self.is_alloc = false;
+    }
+
+    fn check_size(&self, g: &CGraph<R>) -> Result<()> {
+        let n = g.n_nodes.max(0) as usize + g.n_leafs.max(0) as usize;
+        ensure!(
+            n <= self.capacity,
+            "graph has {} nodes + {} leafs, more than the scheduler was created for (graph_size {}, capacity {})",
+            g.n_nodes,
+            g.n_leafs,
+            self.graph_size,
+            self.capacity
+        );
+        Ok(())
+    }
+
+    pub fn reserve(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        self.synchronize();
+        ensure!(
+            self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids),
+            "failed to reserve the compute buffers"
+        );
+        self.reset();
+        Ok(())
+    }
+
+    pub fn alloc_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        self.alloc_splits()?;
+        self.is_alloc = true;
+        Ok(())
+    }
+
+    fn alloc_splits(&mut self) -> Result<()> {
+        let changed = |ids: &[i32], prev: &[i32]| {
+            ids.iter().zip(prev.iter().chain(std::iter::repeat(&0))).any(|(&a, &b)| {
+                a != b && (a < 0 || b < 0 || self.bufts[a as usize] != self.bufts[b as usize])
+            })
+        };
+        let backend_ids_changed = changed(&self.node_backend_ids, &self.prev_node_backend_ids)
+            || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids);
+        if backend_ids_changed || !self.galloc.alloc_graph(&mut self.alloc_graph) {
+            // a re-allocation may move split inputs: let the backends finish with them first
+            // (without sched_synchronize, which could rewind cur_copy)
+            for &b in &self.backends {
+                if let Some(be) = obj(b) {
+                    be.synchronize();
+                }
+            }
+            self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids);
+            ensure!(self.galloc.alloc_graph(&mut self.alloc_graph), "failed to allocate the graph");
+        }
+        Ok(())
+    }
+
+    pub fn graph_compute_async(&mut self, g: &mut CGraph<R>) -> Result<Status> {
+        if !self.is_reset && !self.is_alloc {
+            self.reset();
+        }
+        if !self.is_alloc {
+            if let Err(e) = self.alloc_graph(g) {
+                crate::log_error!(R, "ggml_backend_sched_graph_compute", "{}", e);
+                return Ok(STATUS_ALLOC_FAILED);
+            }
+        }
+        self.compute_splits()
+    }
+
+    pub fn synchronize(&mut self) {
+        for &b in &self.backends {
+            if let Some(be) = obj(b) {
+                be.synchronize();
+            }
+        }
+        if R::SCHED_SYNC_RESETS_COPY && !self.is_alloc {
+            // the same copy during generation keeps the graphs of graph-capturing backends valid
+            self.cur_copy = 0;
+        }
+    }
+
+    pub fn buffer_size(&self, backend: *mut Backend<R>) -> Result<usize> {
+        match self.backend_index(backend) {
+            Some(i) => Ok(self.galloc.buffer_size(i)),
+            None => bail!("backend is not part of this scheduler"),
+        }
+    }
+
+    /// Unlike stock, the assignment is checked: a backend that cannot run the op is refused here
+    /// rather than failing later inside compute.
+    pub fn set_tensor_backend(&mut self, node: &Tensor<R>, backend: *mut Backend<R>) -> Result<()> {
+        let Some(i) = self.backend_index(backend) else { bail!("backend is not part of this scheduler") };
+        let be = obj(backend).unwrap();
+        ensure!(
+            crate::backend::supports_op(be, node).unwrap_or(false),
+            "backend {} does not support op {} of tensor '{}'",
+            crate::abi::vtable::cstr(be.name()?),
+            crate::host::op_name::<R>(node.op),
+            node.name()
+        );
+        self.ids.set_backend(node, i as i32);
+        self.is_reset = false;
+        Ok(())
+    }
+
+    pub fn tensor_backend(&self, node: *const Tensor<R>) -> *mut Backend<R> {
+        match self.ids.backend(node) {
+            -1 => std::ptr::null_mut(),
+            i => self.backends[i as usize],
+        }
+    }
+
+    pub(crate) fn supports_op(&self, b: usize, t: *const Tensor<R>) -> bool {
+        obj(self.backends[b]).and_then(|be| obj(t).map(|t| crate::backend::supports_op(be, t).unwrap_or(false))).unwrap_or(false)
+    }
+
+    pub(crate) fn supports_buft(&self, b: usize, buft: *mut BufferType<R>) -> bool {
+        obj(self.backends[b]).map(|be| crate::backend::supports_buft(be, buft).unwrap_or(false)).unwrap_or(false)
+    }
+
+    pub(crate) fn offload_op(&self, b: usize, t: *const Tensor<R>) -> bool {
+        obj(self.backends[b]).and_then(|be| obj(t).map(|t| crate::backend::offload_op(be, t).unwrap_or(false))).unwrap_or(false)
+    }
+}
+
+impl<R: Rev> Drop for Sched<R> {
+    fn drop(&mut self) {
+        for ev in &self.events {
+            for &e in ev {
+                let _ = crate::event::event_free(e);
+            }
+        }
+    }
+}

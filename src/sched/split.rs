@@ -1,0 +1,201 @@
+//! Pass 5 and the allocator's graph: splits where the backend changes, copies of split inputs
+//! into the split's backend (one per pipeline copy), and the graph `ggml-alloc` sees (each
+//! split's input copies first, so they are allocated at the split's start).
+
+use super::{Sched, Split, SPLIT_INPUTS_SOFT_LIMIT};
+use crate::abi::vtable::{cstr, obj, obj_mut};
+use crate::abi::*;
+use crate::error::Result;
+use crate::tensor::is_view_op;
+use crate::{bail, ensure};
+
+impl<R: Rev> Sched<R> {
+    fn backend_name(&self, b: usize) -> String {
+        obj(self.backends[b]).and_then(|be| be.name().ok()).map(cstr).unwrap_or_default()
+    }
+
+    /// Runs passes 1-5 on `g` and builds the allocator's graph.
+    pub(super) fn split_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        // a graph whose sources were already redirected to this scheduler's copies was allocated
+        // before; stock would silently read stale copies after a reset
+        for &node in g.nodes() {
+            if obj(node).unwrap().src.iter().any(|&s| !s.is_null() && self.arena.owns(s)) {
+                bail!("graph was already split by this scheduler: build a new graph after sched_reset");
+            }
+        }
+        self.splits.clear();
+        self.graph_inputs.clear();
+        self.is_reset = false;
+        self.arena.clear();
+
+        self.assign_from_buffers(g)?;
+        self.expand_assignments(g);
+        self.upgrade_to_higher_priority(g);
+        self.assign_remaining_srcs(g);
+        self.split_at_backend_change(g)?;
+        if self.debug > 0 {
+            self.print_assignments(g);
+        }
+        self.build_alloc_graph(g);
+        Ok(())
+    }
+
+    /// Makes `n_copies` copies of `src` for backend `b` (the current copy may be `src` itself).
+    fn make_copies(&mut self, src: *mut Tensor<R>, b: usize, reuse_original: bool) {
+        let s = obj(src).unwrap();
+        let bname = self.backend_name(b);
+        for c in 0..self.n_copies {
+            let copy = if reuse_original && c == self.cur_copy {
+                src
+            } else {
+                self.arena.dup_layout(s, &format!("{}#{}#{}", bname, s.name(), c))
+            };
+            if self.n_copies > 1 {
+                // inputs and outputs: ggml-alloc must neither share nor reuse their memory
+                obj_mut(copy).unwrap().flags |= TENSOR_FLAG_INPUT | TENSOR_FLAG_OUTPUT;
+            }
+            self.ids.set_copy(src, b, c, copy);
+        }
+    }
+
+    fn split_at_backend_change(&mut self, g: &CGraph<R>) -> Result<()> {
+        let nodes = g.nodes();
+        let mut i = nodes.iter().position(|&n| !is_view_op::<R>(obj(n).unwrap().op)).unwrap_or(nodes.len());
+        let first_backend = nodes.get(i).map(|&n| self.ids.backend(n)).unwrap_or(-1);
+        let mut split = Split { backend_id: first_backend.max(0) as usize, i_start: 0, i_end: 0, inputs: Vec::new(), graph: CGraph::zeroed() };
+        let mut cur = first_backend;
+        while i < nodes.len() {
+            let node = nodes[i];
+            let n = obj_mut(node).unwrap();
+            if is_view_op::<R>(n.op) {
+                i += 1;
+                continue;
+            }
+            let node_backend = self.ids.backend(node);
+            ensure!(
+                node_backend != -1,
+                "node '{}' ({}) could not be assigned to any backend (no backend supports it)",
+                n.name(),
+                crate::host::op_name::<R>(n.op)
+            );
+
+            let mut need_new_split = false;
+            if node_backend == cur && !split.inputs.is_empty() {
+                for &src in n.src.iter() {
+                    let Some(s) = obj(src) else { continue };
+                    // a weight on another, incompatible backend: a new split lets the memory of
+                    // the previously offloaded weights be reused
+                    if obj(s.buffer).is_some_and(|b| b.usage == USAGE_WEIGHTS) {
+                        let sb = self.ids.backend(src);
+                        if sb != cur && !self.buffer_supported(s, cur as usize) {
+                            need_new_split = true;
+                            break;
+                        }
+                    }
+                    if split.inputs.len() >= SPLIT_INPUTS_SOFT_LIMIT {
+                        let sb = self.ids.backend(src);
+                        if sb != cur && self.ids.copy(src, cur as usize, 0).is_null() && !self.buffer_supported(s, cur as usize) {
+                            need_new_split = true;
+                            break;
+                        }
+                    }
+                }
+            }
+
+            if node_backend != cur || need_new_split {
+                split.i_end = i;
+                let next = Split { backend_id: node_backend as usize, i_start: i, i_end: 0, inputs: Vec::new(), graph: CGraph::zeroed() };
+                self.splits.push(std::mem::replace(&mut split, next));
+                cur = node_backend;
+            }
+
+            for j in 0..MAX_SRC {
+                let src = n.src[j];
+                let Some(s) = obj(src) else { continue };
+                let sb = self.ids.backend(src);
+                ensure!(sb != -1, "input '{}' of node '{}' has no backend", s.name(), n.name());
+
+                if s.flags & TENSOR_FLAG_INPUT != 0 && self.n_copies > 1 && self.ids.copy(src, sb as usize, 0).is_null() {
+                    self.make_copies(src, sb as usize, true);
+                    self.graph_inputs.push(src);
+                }
+
+                if sb != cur && !self.buffer_supported(s, cur as usize) {
+                    if self.ids.copy(src, cur as usize, 0).is_null() {
+                        self.make_copies(src, cur as usize, false);
+                        split.inputs.push(src);
+                    }
+                    n.src[j] = self.ids.copy(src, cur as usize, self.cur_copy);
+                }
+            }
+            i += 1;
+        }
+        split.i_end = nodes.len();
+        self.splits.push(split);
+        for sp in &mut self.splits {
+            sp.graph = crate::graph::graph_view(g, sp.i_start, sp.i_end);
+        }
+        Ok(())
+    }
+
+    /// The graph ggml-alloc sees: per split, a view keeping each input's source alive until the
+    /// copy, then the copy itself, then the split's nodes; with pipeline copies, all input copies
+    /// as leafs first; then the original leafs.
+    fn build_alloc_graph(&mut self, g: &CGraph<R>) {
+        std::mem::swap(&mut self.node_backend_ids, &mut self.prev_node_backend_ids);
+        std::mem::swap(&mut self.leaf_backend_ids, &mut self.prev_leaf_backend_ids);
+        self.nodes.clear();
+        self.leafs.clear();
+        self.node_backend_ids.clear();
+        self.leaf_backend_ids.clear();
+
+        let all_nodes = g.nodes();
+        for si in 0..self.splits.len() {
+            let (backend_id, i_start, i_end) = (self.splits[si].backend_id, self.splits[si].i_start, self.splits[si].i_end);
+            for k in 0..self.splits[si].inputs.len() {
+                let input = self.splits[si].inputs[k];
+                let input_cpy = self.ids.copy(input, backend_id, self.cur_copy);
+                let dep = self.arena.view_of(input);
+                obj_mut(dep).unwrap().src[0] = input;
+                self.nodes.push(dep);
+                self.node_backend_ids.push(self.ids.backend(input));
+                self.nodes.push(input_cpy);
+                self.node_backend_ids.push(backend_id as i32);
+            }
+            for &node in &all_nodes[i_start..i_end] {
+                self.nodes.push(node);
+                self.node_backend_ids.push(self.ids.backend(node));
+            }
+        }
+        if self.n_copies > 1 {
+            for k in 0..self.graph_inputs.len() {
+                let input = self.graph_inputs[k];
+                let b = self.ids.backend(input);
+                for c in 0..self.n_copies {
+                    self.leafs.push(self.ids.copy(input, b as usize, c));
+                    self.leaf_backend_ids.push(b);
+                }
+            }
+            for sp in &self.splits {
+                for &input in &sp.inputs {
+                    for c in 0..self.n_copies {
+                        self.leafs.push(self.ids.copy(input, sp.backend_id, c));
+                        self.leaf_backend_ids.push(sp.backend_id as i32);
+                    }
+                }
+            }
+        }
+        for &leaf in g.leafs() {
+            self.leafs.push(leaf);
+            self.leaf_backend_ids.push(self.ids.backend(leaf));
+        }
+
+        let mut ag = CGraph::zeroed();
+        ag.size = self.nodes.len().max(self.leafs.len()) as i32;
+        ag.n_nodes = self.nodes.len() as i32;
+        ag.n_leafs = self.leafs.len() as i32;
+        ag.nodes = self.nodes.as_mut_ptr();
+        ag.leafs = self.leafs.as_mut_ptr();
+        self.alloc_graph = ag;
+    }
+}
