@@ -21,7 +21,7 @@ impl DlHandle {
         let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
         // SAFETY: c is a valid path string; RTLD_NOW|RTLD_LOCAL as stock.
         let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        (!h.is_null()).then_some(DlHandle(h))
+        (!h.is_null()).then(|| DlHandle(h))
     }
     pub fn sym(&self, name: &str) -> *mut c_void {
         let Ok(c) = CString::new(name) else { return std::ptr::null_mut() };

@@ -414,7 +414,7 @@ fn sched_new_impl<R: Rev>(
     op_offload: bool,
 ) -> Result<*mut Sched<R>> {
     ensure!(!backends.is_null(), "backends is NULL");
-    ensure!(n_backends > 0 && n_backends as usize <= crate::sched::MAX_BACKENDS, "n_backends {} is not in 1..={}", n_backends, crate::sched::MAX_BACKENDS);
+    ensure!(n_backends > 0 && n_backends as usize <= crate::sched::MAX_BACKENDS, "n_backends is {}: between 1 and {} backends are supported", n_backends, crate::sched::MAX_BACKENDS);
     ensure!(graph_size > 0, "graph_size is 0");
     // SAFETY: the caller passes arrays of n_backends entries (checked non-NULL above).
     let list = unsafe { std::slice::from_raw_parts(backends, n_backends as usize) };
