@@ -52,10 +52,19 @@ impl FfiDefault for () {
     fn ffi_default() -> Self {}
 }
 
+/// Fault injection for the tests: `GGML_RS_FAULT_PANIC=<exported function name>` (read once)
+/// makes that function panic inside its guard, to prove a panic never crosses into C.
+static FAULT_PANIC: once_cell::sync::Lazy<Option<String>> = once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_FAULT_PANIC").ok());
+
 /// Runs an export's body: `Ok(v)` → `v`; `Err(e)` → log "`func`: e" and `default`; a panic →
 /// log and `default`. No panic crosses into C.
 pub fn guard<R: Rev, T>(func: &str, default: T, body: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch_unwind(AssertUnwindSafe(|| {
+        if FAULT_PANIC.as_deref() == Some(func) {
+            panic!("fault injected by GGML_RS_FAULT_PANIC");
+        }
+        body()
+    })) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             crate::host::log::<R>(crate::abi::LogLevel::Error, &format!("{}: {}", func, e));
