@@ -18,3 +18,4 @@ pub mod registry;
 pub mod tensor;
 pub mod graph;
 pub mod sched;
+pub mod simd;

@@ -107,6 +107,29 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     off!(m, "Reg", Reg<R>, iface => "iface", context => "context");
     off!(m, "GraphCopy", GraphCopy<R>, buffer => "buffer", ctx_allocated => "ctx_allocated",
         ctx_unallocated => "ctx_unallocated", graph => "graph");
+    m.insert("op.none".into(), R::OPS.none as i64 as u64);
+    m.insert("op.dup".into(), R::OPS.dup as i64 as u64);
+    m.insert("op.add".into(), R::OPS.add as i64 as u64);
+    m.insert("op.sub".into(), R::OPS.sub as i64 as u64);
+    m.insert("op.mul".into(), R::OPS.mul as i64 as u64);
+    m.insert("op.div".into(), R::OPS.div as i64 as u64);
+    m.insert("op.sqr".into(), R::OPS.sqr as i64 as u64);
+    m.insert("op.sqrt".into(), R::OPS.sqrt as i64 as u64);
+    m.insert("op.norm".into(), R::OPS.norm as i64 as u64);
+    m.insert("op.rms_norm".into(), R::OPS.rms_norm as i64 as u64);
+    m.insert("op.mul_mat".into(), R::OPS.mul_mat as i64 as u64);
+    m.insert("op.scale".into(), R::OPS.scale as i64 as u64);
+    m.insert("op.cpy".into(), R::OPS.cpy as i64 as u64);
+    m.insert("op.cont".into(), R::OPS.cont as i64 as u64);
+    m.insert("op.reshape".into(), R::OPS.reshape as i64 as u64);
+    m.insert("op.view".into(), R::OPS.view as i64 as u64);
+    m.insert("op.permute".into(), R::OPS.permute as i64 as u64);
+    m.insert("op.transpose".into(), R::OPS.transpose as i64 as u64);
+    m.insert("op.get_rows".into(), R::OPS.get_rows as i64 as u64);
+    m.insert("op.soft_max".into(), R::OPS.soft_max as i64 as u64);
+    m.insert("op.rope".into(), R::OPS.rope as i64 as u64);
+    m.insert("op.im2col".into(), R::OPS.im2col as i64 as u64);
+    m.insert("op.unary".into(), R::OPS.unary as i64 as u64);
     let mut c = |k: &str, v: i64| {
         m.insert(format!("const.{}", k), v as u64);
     };
@@ -116,10 +139,10 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     c("MAX_NAME", MAX_NAME as i64);
     c("TENSOR_ALIGNMENT", TENSOR_ALIGNMENT as i64);
     c("TYPE_COUNT", R::TYPE_COUNT as i64);
-    c("OP_VIEW", R::VIEW_OPS[0] as i64);
-    c("OP_RESHAPE", R::VIEW_OPS[1] as i64);
-    c("OP_PERMUTE", R::VIEW_OPS[2] as i64);
-    c("OP_TRANSPOSE", R::VIEW_OPS[3] as i64);
+    c("UNARY_GELU", UNARY_GELU as i64);
+    c("UNARY_SILU", UNARY_SILU as i64);
+    c("TENSOR_FLAG_INPUT", TENSOR_FLAG_INPUT as i64);
+    c("TENSOR_FLAG_OUTPUT", TENSOR_FLAG_OUTPUT as i64);
     c("STATUS_ALLOC_FAILED", STATUS_ALLOC_FAILED as i64);
     c("STATUS_FAILED", STATUS_FAILED as i64);
     c("STATUS_SUCCESS", STATUS_SUCCESS as i64);

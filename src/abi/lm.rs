@@ -1,6 +1,6 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
-use super::{CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
+use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
 use crate::buffer::CpuStatics;
 use crate::host::HostFns;
 use crate::registry::Registry;
@@ -21,8 +21,31 @@ impl Rev for Lm {
     const TYPE_COUNT: i32 = 36;
     const REMOVED_TYPES: &'static [i32] = &[4, 5];
     const NBYTES_ZERO_FOR_EMPTY: bool = false;
-    const VIEW_OPS: [i32; 4] = [34, 33, 35, 36];
-    const OP_ROPE: i32 = 44;
+    const OPS: OpIds = OpIds {
+        none: 0,
+        dup: 1,
+        add: 2,
+        sub: 5,
+        mul: 6,
+        div: 7,
+        sqr: 8,
+        sqrt: 9,
+        norm: 22,
+        rms_norm: 23,
+        mul_mat: 26,
+        scale: 29,
+        cpy: 31,
+        cont: 32,
+        reshape: 33,
+        view: 34,
+        permute: 35,
+        transpose: 36,
+        get_rows: 37,
+        soft_max: 42,
+        rope: 44,
+        im2col: 48,
+        unary: 69,
+    };
     const SCHED_PASS1_SKIPS_VIEWS: bool = true;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = false;
     const SCHED_SYNC_RESETS_COPY: bool = false;

@@ -61,6 +61,38 @@ pub const DEV_TYPE_CPU: DevType = 0;
 pub const DEV_TYPE_GPU: DevType = 1;
 pub const DEV_TYPE_ACCEL: DevType = 2;
 
+/// Ids of the `enum ggml_op` entries the library acts on, which the two revisions number differently.
+#[derive(Clone, Copy, Debug)]
+pub struct OpIds {
+    pub none: i32,
+    pub dup: i32,
+    pub add: i32,
+    pub sub: i32,
+    pub mul: i32,
+    pub div: i32,
+    pub sqr: i32,
+    pub sqrt: i32,
+    pub norm: i32,
+    pub rms_norm: i32,
+    pub mul_mat: i32,
+    pub scale: i32,
+    pub cpy: i32,
+    pub cont: i32,
+    pub reshape: i32,
+    pub view: i32,
+    pub permute: i32,
+    pub transpose: i32,
+    pub get_rows: i32,
+    pub soft_max: i32,
+    pub rope: i32,
+    pub im2col: i32,
+    pub unary: i32,
+}
+
+/// `enum ggml_unary_op` (same in both revisions for the entries used).
+pub const UNARY_GELU: i32 = 8;
+pub const UNARY_SILU: i32 = 10;
+
 /// What differs between the two ggml revisions. Implemented by the zero-sized markers [`Lm`] and [`Wsp`].
 pub trait Rev: 'static + Sized + Send + Sync {
     /// Symbol prefix, e.g. `"lm_"`.
@@ -77,10 +109,8 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const REMOVED_TYPES: &'static [i32];
     /// `ggml_nbytes` returns 0 for a tensor with a dimension <= 0 in wsp, not in lm.
     const NBYTES_ZERO_FOR_EMPTY: bool;
-    /// `GGML_OP_VIEW`, `RESHAPE`, `PERMUTE`, `TRANSPOSE`, in that order.
-    const VIEW_OPS: [i32; 4];
-    /// `GGML_OP_ROPE`: the scheduler does not place ROPE by its (tiny) weight.
-    const OP_ROPE: i32;
+    /// The op ids the library acts on (views for the scheduler, everything the SIMD backend computes).
+    const OPS: OpIds;
     /// Scheduler pass 1 leaves view ops unassigned in lm; wsp assigns them too.
     const SCHED_PASS1_SKIPS_VIEWS: bool;
     /// wsp offloads a weight's op to a higher-priority backend only with `op_offload` and a host

@@ -1,6 +1,6 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
-use super::{CGraph, Reg, Rev, Status};
+use super::{OpIds, CGraph, Reg, Rev, Status};
 use crate::buffer::CpuStatics;
 use crate::host::HostFns;
 use crate::registry::Registry;
@@ -21,8 +21,31 @@ impl Rev for Wsp {
     const TYPE_COUNT: i32 = 39;
     const REMOVED_TYPES: &'static [i32] = &[4, 5, 31, 32, 33, 36, 37, 38];
     const NBYTES_ZERO_FOR_EMPTY: bool = true;
-    const VIEW_OPS: [i32; 4] = [35, 34, 36, 37];
-    const OP_ROPE: i32 = 46;
+    const OPS: OpIds = OpIds {
+        none: 0,
+        dup: 1,
+        add: 2,
+        sub: 5,
+        mul: 6,
+        div: 7,
+        sqr: 8,
+        sqrt: 9,
+        norm: 22,
+        rms_norm: 23,
+        mul_mat: 27,
+        scale: 30,
+        cpy: 32,
+        cont: 33,
+        reshape: 34,
+        view: 35,
+        permute: 36,
+        transpose: 37,
+        get_rows: 38,
+        soft_max: 44,
+        rope: 46,
+        im2col: 50,
+        unary: 77,
+    };
     const SCHED_PASS1_SKIPS_VIEWS: bool = false;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
     const SCHED_SYNC_RESETS_COPY: bool = true;

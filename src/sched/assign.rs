@@ -53,7 +53,7 @@ impl<R: Rev> Sched<R> {
             let Some(s) = obj(src) else { continue };
             let Some(sbuf) = obj(s.buffer) else { continue };
             // ROPE's frequency tensor is too small to choose a backend by
-            if tr.op != R::OP_ROPE && sbuf.usage == USAGE_WEIGHTS {
+            if tr.op != R::OPS.rope && sbuf.usage == USAGE_WEIGHTS {
                 let src_id = self.backend_from_buffer(s, t);
                 let may_offload = if R::SCHED_OFFLOAD_NEEDS_HOST_BUFFER {
                     self.op_offload && sbuf.buft().map(|b| b.is_host()).unwrap_or(false)

@@ -1,0 +1,968 @@
+//! The two MUL_MAT kernels of the CPU backend, over plain row-major memory.
+//!
+//! Shapes follow ggml: weights are `rows` rows of `k` values (`src0`), activations are `n` rows
+//! of `k` f32 (`src1`), and the result has `n` rows of `rows` values (`dst[j][i] = w_i . a_j`).
+//! Work is split across threads by weight rows: every entry point computes exactly the weight
+//! rows covered by its [`DstView`], and [`DstView::split_at`] / [`DstView::split_even`] hand out
+//! disjoint column ranges of one output buffer without unsafe code on the caller's side.
+//!
+//! * [`mul_mat_vec`] (small `n`): activations are quantized once to the weights' partner format
+//!   ([`QuantizedActs`], shared read-only by all threads) and each output is one SIMD dot product,
+//!   like ggml-cpu's `vec_dot` path. Memory-bound; the right choice for decoding.
+//! * [`mul_mat_gemm`] (large `n`): weight rows are dequantized tile by tile into an f32 panel
+//!   and multiplied with `matrixmultiply::sgemm`, which is compute-bound and amortizes the
+//!   dequantization over all `n` activations. Activations stay f32, so this path is slightly
+//!   more accurate than the quantized one.
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
+use crate::simd::quant::f16::{dot_f16_f32_at, f16_to_f32_slice_at};
+use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q8_0, q8_1, QK};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1};
+
+/// Weight storage types the kernels accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WType {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+}
+
+impl WType {
+    /// Values per block (1 for the float types).
+    pub const fn block_len(self) -> usize {
+        match self {
+            WType::F32 | WType::F16 => 1,
+            WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => QK,
+        }
+    }
+
+    /// Bytes per block (ggml's `type_size`).
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            WType::F32 => 4,
+            WType::F16 => 2,
+            WType::Q4_0 => 18,
+            WType::Q4_1 => 20,
+            WType::Q8_0 => 34,
+        }
+    }
+
+    /// Bytes of one dense row of `k` values (`k` must be a multiple of [`Self::block_len`]).
+    pub const fn row_bytes(self, k: usize) -> usize {
+        k / self.block_len() * self.block_bytes()
+    }
+
+    /// Required alignment of row starts, so rows can be viewed as typed slices.
+    const fn align(self) -> usize {
+        match self {
+            WType::F32 => 4,
+            _ => 2,
+        }
+    }
+
+    /// Smallest activation count for which [`mul_mat`] picks the sgemm path. Below it the
+    /// dequantize+pack overhead of sgemm is not repaid; F32 needs no dequantization so it
+    /// switches earlier. Measured on a Zen/Haswell-class core, see the module tests.
+    pub const fn gemm_min_batch(self) -> usize {
+        match self {
+            WType::F32 => 4,
+            WType::F16 => 8,
+            WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => 16,
+        }
+    }
+}
+
+/// A weight matrix: `rows` rows of `k` values of type `wtype`, row `i` starting at byte
+/// `i * row_stride` of `data` (ggml's `nb[1]`, so views and padded rows work).
+#[derive(Clone, Copy, Debug)]
+pub struct Weights<'a> {
+    data: &'a [u8],
+    wtype: WType,
+    k: usize,
+    row_stride: usize,
+    rows: usize,
+}
+
+impl<'a> Weights<'a> {
+    /// Validates the layout once so the kernels can index without re-checking.
+    ///
+    /// Panics if `k` is not a multiple of the block length, rows overlap or run past `data`, or
+    /// rows are not aligned for their element type (2 bytes; 4 for F32).
+    pub fn new(data: &'a [u8], wtype: WType, k: usize, row_stride: usize, rows: usize) -> Self {
+        assert!(k % wtype.block_len() == 0, "k = {k} is not a multiple of {}", wtype.block_len());
+        let rb = wtype.row_bytes(k);
+        if rows > 0 {
+            assert!(rows == 1 || row_stride >= rb, "row_stride {row_stride} < row bytes {rb}");
+            assert!(
+                data.len() >= (rows - 1) * row_stride + rb,
+                "weights: {} bytes cannot hold {rows} rows of stride {row_stride}",
+                data.len()
+            );
+        }
+        let a = wtype.align();
+        assert!(
+            (data.as_ptr() as usize) % a == 0 && (rows <= 1 || row_stride % a == 0),
+            "weights: rows must be {a}-byte aligned"
+        );
+        Weights { data, wtype, k, row_stride, rows }
+    }
+
+    pub fn wtype(&self) -> WType {
+        self.wtype
+    }
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn row(&self, i: usize) -> &'a [u8] {
+        let start = i * self.row_stride;
+        &self.data[start..start + self.wtype.row_bytes(self.k)]
+    }
+
+    fn row_f32(&self, i: usize) -> &'a [f32] {
+        let b = self.row(i);
+        // SAFETY: `new` checked 4-byte alignment of every row for F32 (the only caller), the
+        // length is k * 4 bytes, and every bit pattern is a valid f32.
+        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const f32, self.k) }
+    }
+
+    fn row_f16(&self, i: usize) -> &'a [u16] {
+        let b = self.row(i);
+        // SAFETY: `new` checked 2-byte alignment of every row, the length is k * 2 bytes for F16
+        // (the only caller), and every bit pattern is a valid u16.
+        unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u16, self.k) }
+    }
+
+    /// Writes row `i` as `k` floats.
+    fn dequantize_row_at(&self, level: SimdLevel, i: usize, out: &mut [f32]) {
+        let r = self.row(i);
+        match self.wtype {
+            WType::F32 => out.copy_from_slice(self.row_f32(i)),
+            WType::F16 => f16_to_f32_slice_at(level, self.row_f16(i), out),
+            WType::Q4_0 => q4_0::dequantize_row_at(level, blocks_from_bytes(r), out),
+            WType::Q4_1 => q4_1::dequantize_row_at(level, blocks_from_bytes(r), out),
+            WType::Q8_0 => q8_0::dequantize_row_at(level, blocks_from_bytes(r), out),
+        }
+    }
+}
+
+/// `n` activation rows of `k` f32, row `j` starting at element `j * stride` (ggml's `nb[1] / 4`).
+#[derive(Clone, Copy, Debug)]
+pub struct Acts<'a> {
+    data: &'a [f32],
+    k: usize,
+    n: usize,
+    stride: usize,
+}
+
+impl<'a> Acts<'a> {
+    /// Panics if the rows overlap or run past `data`.
+    pub fn new(data: &'a [f32], k: usize, n: usize, stride: usize) -> Self {
+        if n > 0 {
+            assert!(n == 1 || stride >= k, "activation stride {stride} < k {k}");
+            assert!(data.len() >= (n - 1) * stride + k, "activations: slice too short");
+        }
+        Acts { data, k, n, stride }
+    }
+
+    pub fn k(&self) -> usize {
+        self.k
+    }
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    fn row(&self, j: usize) -> &'a [f32] {
+        &self.data[j * self.stride..j * self.stride + self.k]
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum QKind {
+    None,
+    Q8_0,
+    Q8_1,
+}
+
+/// Activation rows converted to the partner format of a quantized weight type (Q8_0 for Q4_0 and
+/// Q8_0 weights, Q8_1 for Q4_1), computed once per MUL_MAT and then read by every thread.
+/// Keeps its buffers between calls so steady-state inference does not allocate.
+#[derive(Debug)]
+pub struct QuantizedActs {
+    q8_0: Vec<BlockQ8_0>,
+    q8_1: Vec<BlockQ8_1>,
+    kind: QKind,
+    k: usize,
+    n: usize,
+}
+
+impl Default for QuantizedActs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl QuantizedActs {
+    pub fn new() -> Self {
+        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), kind: QKind::None, k: 0, n: 0 }
+    }
+
+    /// Quantizes `acts` for dot products with `wtype` weights. For F32/F16 weights nothing is
+    /// needed (their kernels read the f32 activations) and this only records the shape.
+    pub fn prepare(&mut self, wtype: WType, acts: &Acts<'_>) {
+        self.prepare_at(simd_level(), wtype, acts)
+    }
+
+    /// [`Self::prepare`] on an explicit kernel level (all levels give identical bytes).
+    pub fn prepare_at(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        self.k = k;
+        self.n = n;
+        match wtype {
+            WType::F32 | WType::F16 => self.kind = QKind::None,
+            WType::Q4_0 | WType::Q8_0 => {
+                assert!(k % QK == 0, "k = {k} is not a multiple of {QK}");
+                self.kind = QKind::Q8_0;
+                let nb = k / QK;
+                self.q8_0.resize(nb * n, BlockQ8_0::default());
+                for j in 0..n {
+                    q8_0::quantize_row_at(level, acts.row(j), &mut self.q8_0[j * nb..(j + 1) * nb]);
+                }
+            }
+            WType::Q4_1 => {
+                assert!(k % QK == 0, "k = {k} is not a multiple of {QK}");
+                self.kind = QKind::Q8_1;
+                let nb = k / QK;
+                self.q8_1.resize(nb * n, BlockQ8_1::default());
+                for j in 0..n {
+                    q8_1::quantize_row_at(level, acts.row(j), &mut self.q8_1[j * nb..(j + 1) * nb]);
+                }
+            }
+        }
+    }
+
+    fn check(&self, kind: QKind, acts: &Acts<'_>) {
+        assert!(
+            self.kind == kind && self.k == acts.k && self.n == acts.n,
+            "QuantizedActs not prepared for this weight type / activation shape"
+        );
+    }
+
+    fn q8_0_row(&self, j: usize) -> &[BlockQ8_0] {
+        let nb = self.k / QK;
+        &self.q8_0[j * nb..(j + 1) * nb]
+    }
+
+    fn q8_1_row(&self, j: usize) -> &[BlockQ8_1] {
+        let nb = self.k / QK;
+        &self.q8_1[j * nb..(j + 1) * nb]
+    }
+}
+
+/// Mutable view of the output columns (weight rows) one worker computes.
+///
+/// Element (activation `j`, weight row `i`) lives at `j * stride + (i - first)` from the start
+/// of the buffer the view was made from. Splitting by weight rows yields views that never share
+/// an element, so they can be sent to different threads even though their memory interleaves.
+#[derive(Debug)]
+pub struct DstView<'a> {
+    /// Element (0, rows.start).
+    ptr: *mut f32,
+    n: usize,
+    stride: usize,
+    rows: Range<usize>,
+    _borrow: PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: a DstView is a unique borrow of a set of f32 elements no other view covers (splitting
+// partitions the columns), exactly like `&mut [f32]`, which is Send.
+unsafe impl Send for DstView<'_> {}
+
+impl<'a> DstView<'a> {
+    /// View of a full result: `data[j * stride + i]` for `j < n`, `i < weight_rows`.
+    pub fn new(data: &'a mut [f32], n: usize, weight_rows: usize, stride: usize) -> Self {
+        Self::for_rows(data, n, 0..weight_rows, stride)
+    }
+
+    /// View whose buffer starts at weight row `rows.start`: element (j, i) is at
+    /// `data[j * stride + (i - rows.start)]`. Lets a caller hand a kernel just its own slice.
+    pub fn for_rows(data: &'a mut [f32], n: usize, rows: Range<usize>, stride: usize) -> Self {
+        assert!(rows.start <= rows.end);
+        let cols = rows.len();
+        if n > 0 && cols > 0 {
+            assert!(n == 1 || stride >= cols, "dst stride {stride} < columns {cols}");
+            assert!(data.len() >= (n - 1) * stride + cols, "dst: slice too short");
+        }
+        DstView { ptr: data.as_mut_ptr(), n, stride, rows, _borrow: PhantomData }
+    }
+
+    /// Weight rows (= output columns) this view covers.
+    pub fn weight_rows(&self) -> Range<usize> {
+        self.rows.clone()
+    }
+
+    /// Number of activation rows.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Splits into `[start, row)` and `[row, end)`.
+    pub fn split_at(self, row: usize) -> (DstView<'a>, DstView<'a>) {
+        assert!(self.rows.contains(&row) || row == self.rows.end, "split point outside the view");
+        let right_ptr = self.ptr.wrapping_add(row - self.rows.start);
+        let left = DstView { ptr: self.ptr, n: self.n, stride: self.stride, rows: self.rows.start..row, _borrow: PhantomData };
+        let right = DstView { ptr: right_ptr, n: self.n, stride: self.stride, rows: row..self.rows.end, _borrow: PhantomData };
+        (left, right)
+    }
+
+    /// Splits into `parts` views of nearly equal width whose boundaries are multiples of
+    /// `multiple` weight rows (relative to the view start), e.g. the gemm tile height, so no
+    /// worker gets a ragged tile in the middle. Some views may be empty.
+    pub fn split_even(self, parts: usize, multiple: usize) -> Vec<DstView<'a>> {
+        let parts = parts.max(1);
+        let multiple = multiple.max(1);
+        let start = self.rows.start;
+        let len = self.rows.len();
+        let units = len.div_ceil(multiple);
+        let mut out = Vec::with_capacity(parts);
+        let mut rest = self;
+        for p in 1..parts {
+            // Non-decreasing in p, so each split point lies inside the remaining view.
+            let at = start + (units * p / parts * multiple).min(len);
+            let (left, right) = rest.split_at(at);
+            out.push(left);
+            rest = right;
+        }
+        out.push(rest);
+        out
+    }
+
+    /// The covered columns of activation row `j`.
+    fn row_mut(&mut self, j: usize) -> &mut [f32] {
+        assert!(j < self.n);
+        // SAFETY: `for_rows` checked that the original slice holds element (j, c) for every
+        // j < n and c < cols of the original view, and splitting only narrows the column range,
+        // so this range is inside the borrowed buffer; no other view covers these columns, and
+        // `&mut self` prevents a second live slice from this view.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(j * self.stride), self.rows.len()) }
+    }
+
+    /// Pointer to element (0, `i`) for sgemm.
+    fn col_ptr(&mut self, i: usize) -> *mut f32 {
+        debug_assert!(self.rows.contains(&i));
+        self.ptr.wrapping_add(i - self.rows.start)
+    }
+}
+
+/// f32 dot product (8-lane portable / AVX2+FMA with 4 accumulators).
+pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    dot_f32_at(simd_level(), a, b)
+}
+
+/// [`dot_f32`] on an explicit kernel level (clamped to what the CPU supports).
+pub fn dot_f32_at(level: SimdLevel, a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len(), "dot_f32: length mismatch");
+    match clamp_level(level) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
+        SimdLevel::Avx2 => unsafe { x86::dot_f32(a, b) },
+        _ => quant::f16::dot_lanes(a.len(), |i| a[i] * b[i]),
+    }
+}
+
+/// Picks the kernel for `acts.n` activations ([`WType::gemm_min_batch`]). `q` is only read on
+/// the dot-product path; [`needs_quantized_acts`] says whether it must be prepared.
+pub fn mul_mat(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: DstView<'_>, scratch: &mut Vec<f32>) {
+    if use_gemm(w.wtype, acts.n) {
+        mul_mat_gemm(w, acts, dst, scratch)
+    } else {
+        mul_mat_vec(w, acts, q, dst)
+    }
+}
+
+/// Whether [`mul_mat`] takes the sgemm path for `n` activations.
+pub fn use_gemm(wtype: WType, n: usize) -> bool {
+    n >= wtype.gemm_min_batch()
+}
+
+/// Whether [`mul_mat`] reads a prepared [`QuantizedActs`] for this type and batch.
+pub fn needs_quantized_acts(wtype: WType, n: usize) -> bool {
+    !use_gemm(wtype, n) && matches!(wtype, WType::Q4_0 | WType::Q4_1 | WType::Q8_0)
+}
+
+/// Dot-product kernel for the weight rows of `dst`. `q` must have been prepared from `acts` for
+/// `w.wtype()` (checked) when the weights are quantized.
+pub fn mul_mat_vec(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: DstView<'_>) {
+    mul_mat_vec_at(simd_level(), w, acts, q, dst)
+}
+
+/// [`mul_mat_vec`] on an explicit kernel level.
+pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, mut dst: DstView<'_>) {
+    check_shapes(w, acts, &dst);
+    let rows = dst.weight_rows();
+    let r0 = rows.start;
+    let n = acts.n;
+    // Weight row outer, activations inner: each weight row is streamed from memory once and
+    // stays in L1 while it meets every activation row.
+    match w.wtype {
+        WType::F32 => {
+            for i in rows {
+                let wr = w.row_f32(i);
+                for j in 0..n {
+                    dst.row_mut(j)[i - r0] = dot_f32_at(level, wr, acts.row(j));
+                }
+            }
+        }
+        WType::F16 => {
+            for i in rows {
+                let wr = w.row_f16(i);
+                for j in 0..n {
+                    dst.row_mut(j)[i - r0] = dot_f16_f32_at(level, wr, acts.row(j));
+                }
+            }
+        }
+        WType::Q4_0 => {
+            q.check(QKind::Q8_0, acts);
+            for i in rows {
+                let wr: &[BlockQ4_0] = blocks_from_bytes(w.row(i));
+                for j in 0..n {
+                    dst.row_mut(j)[i - r0] = q4_0::vec_dot_q4_0_q8_0_at(level, wr, q.q8_0_row(j));
+                }
+            }
+        }
+        WType::Q4_1 => {
+            q.check(QKind::Q8_1, acts);
+            for i in rows {
+                let wr: &[BlockQ4_1] = blocks_from_bytes(w.row(i));
+                for j in 0..n {
+                    dst.row_mut(j)[i - r0] = q4_1::vec_dot_q4_1_q8_1_at(level, wr, q.q8_1_row(j));
+                }
+            }
+        }
+        WType::Q8_0 => {
+            q.check(QKind::Q8_0, acts);
+            for i in rows {
+                let wr: &[BlockQ8_0] = blocks_from_bytes(w.row(i));
+                for j in 0..n {
+                    dst.row_mut(j)[i - r0] = q8_0::vec_dot_q8_0_q8_0_at(level, wr, q.q8_0_row(j));
+                }
+            }
+        }
+    }
+}
+
+/// Weight rows dequantized per sgemm call: a panel of about 256 KiB so it stays in L2 while
+/// sgemm streams the activations past it; a multiple of 8 to match sgemm's register tile.
+pub fn gemm_tile_rows(k: usize) -> usize {
+    ((64 * 1024) / k.max(1)).clamp(8, 256) / 8 * 8
+}
+
+/// sgemm kernel for the weight rows of `dst`. `scratch` holds the dequantized panel; it is grown
+/// once (to `gemm_tile_rows(k) * k` floats) and reused, so keep one per worker thread.
+pub fn mul_mat_gemm(w: &Weights<'_>, acts: &Acts<'_>, dst: DstView<'_>, scratch: &mut Vec<f32>) {
+    mul_mat_gemm_at(simd_level(), w, acts, dst, scratch)
+}
+
+/// [`mul_mat_gemm`] on an explicit kernel level (affects the dequantization only; sgemm does
+/// its own CPU detection).
+pub fn mul_mat_gemm_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, mut dst: DstView<'_>, scratch: &mut Vec<f32>) {
+    check_shapes(w, acts, &dst);
+    let rows = dst.weight_rows();
+    let (k, n) = (w.k, acts.n);
+    if n == 0 || rows.is_empty() {
+        return;
+    }
+    if k == 0 {
+        for j in 0..n {
+            dst.row_mut(j).fill(0.0);
+        }
+        return;
+    }
+    let a = acts.data.as_ptr();
+    let rsa = acts.stride as isize;
+    let rsc = dst.stride as isize;
+    if w.wtype == WType::F32 {
+        // No conversion needed: sgemm reads the weight rows in place as B = W^T.
+        let b = w.row_f32(rows.start).as_ptr();
+        let c = dst.col_ptr(rows.start);
+        // SAFETY: A = n x k activations inside `acts.data` (checked by Acts::new); B = k x cols
+        // read at b + c*1 + i*(row_stride/4), i.e. rows rows.start..rows.end of the weights,
+        // inside `w.data` (Weights::new checked length and 4-byte alignment, check_shapes checked
+        // rows.end <= w.rows); C = n x cols written at element (j, i) of the view, inside the
+        // borrowed dst buffer (DstView::for_rows) and not aliased by any other view or by A/B.
+        unsafe {
+            matrixmultiply::sgemm(
+                n, k, rows.len(), 1.0,
+                a, rsa, 1,
+                b, 1, (w.row_stride / 4) as isize,
+                0.0,
+                c, rsc, 1,
+            );
+        }
+        return;
+    }
+    let tile = gemm_tile_rows(k);
+    if scratch.len() < tile * k {
+        scratch.resize(tile * k, 0.0);
+    }
+    let mut t0 = rows.start;
+    while t0 < rows.end {
+        let t1 = (t0 + tile).min(rows.end);
+        for i in t0..t1 {
+            let off = (i - t0) * k;
+            w.dequantize_row_at(level, i, &mut scratch[off..off + k]);
+        }
+        let c = dst.col_ptr(t0);
+        // SAFETY: A as above; B = k x (t1 - t0) read from the panel at element c + i*k, with
+        // (t1 - t0) * k <= scratch.len(); C = n x (t1 - t0) at columns t0..t1 of the view, inside
+        // the borrowed dst buffer and disjoint from A, B and every other view.
+        unsafe {
+            matrixmultiply::sgemm(
+                n, k, t1 - t0, 1.0,
+                a, rsa, 1,
+                scratch.as_ptr(), 1, k as isize,
+                0.0,
+                c, rsc, 1,
+            );
+        }
+        t0 = t1;
+    }
+}
+
+fn check_shapes(w: &Weights<'_>, acts: &Acts<'_>, dst: &DstView<'_>) {
+    assert_eq!(w.k, acts.k, "weights and activations disagree on k");
+    assert_eq!(dst.n, acts.n, "dst and activations disagree on n");
+    assert!(dst.rows.end <= w.rows, "dst covers weight rows {:?} but there are {}", dst.rows, w.rows);
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
+    use std::arch::x86_64::*;
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+        let n = a.len().min(b.len());
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for (u, acc) in acc.iter_mut().enumerate() {
+                let o = i + 8 * u;
+                *acc = _mm256_fmadd_ps(load8_f32(&a[o..o + 8]), load8_f32(&b[o..o + 8]), *acc);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            acc[0] = _mm256_fmadd_ps(load8_f32(&a[i..i + 8]), load8_f32(&b[i..i + 8]), acc[0]);
+            i += 8;
+        }
+        let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+        let mut sum = hsum_ps(v);
+        for j in i..n {
+            sum += a[j] * b[j];
+        }
+        sum
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::cpu_features::available_levels;
+    use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
+    use crate::simd::quant::test_util::{nmse, Lcg};
+    use crate::simd::quant::{blocks_as_bytes, QuantBlock};
+
+    const TYPES: [WType; 5] = [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q8_0];
+
+    /// Weight bytes in a u32-backed buffer (so 4-byte aligned), rows padded by `pad` bytes.
+    struct TestWeights {
+        buf: Vec<u32>,
+        wtype: WType,
+        k: usize,
+        rows: usize,
+        stride: usize,
+        /// The exact f32 values the weights represent (portable dequantization).
+        deq: Vec<f32>,
+    }
+
+    impl TestWeights {
+        fn new(wtype: WType, k: usize, rows: usize, rng: &mut Lcg) -> Self {
+            let rb = wtype.row_bytes(k);
+            let stride = (rb + 4 + 3) / 4 * 4; // padded, keeps 4-byte alignment for F32
+            let mut bytes = vec![0xAAu8; stride * rows];
+            let mut deq = vec![0f32; k * rows];
+            for i in 0..rows {
+                let src: Vec<f32> = (0..k).map(|_| rng.next_gauss() + if i % 3 == 0 { 0.2 } else { 0.0 }).collect();
+                let row = &mut bytes[i * stride..i * stride + rb];
+                let out = &mut deq[i * k..(i + 1) * k];
+                fn put<B: QuantBlock>(row: &mut [u8], b: &[B]) {
+                    row.copy_from_slice(blocks_as_bytes(b));
+                }
+                match wtype {
+                    WType::F32 => {
+                        for (c, v) in src.iter().enumerate() {
+                            row[c * 4..c * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                        }
+                        out.copy_from_slice(&src);
+                    }
+                    WType::F16 => {
+                        for (c, v) in src.iter().enumerate() {
+                            let h = fp32_to_fp16(*v);
+                            row[c * 2..c * 2 + 2].copy_from_slice(&h.to_le_bytes());
+                            out[c] = fp16_to_fp32(h);
+                        }
+                    }
+                    WType::Q4_0 => {
+                        let mut b = vec![BlockQ4_0::default(); k / QK];
+                        q4_0::quantize_row(&src, &mut b);
+                        q4_0::dequantize_row_at(SimdLevel::Portable, &b, out);
+                        put(row, &b);
+                    }
+                    WType::Q4_1 => {
+                        let mut b = vec![BlockQ4_1::default(); k / QK];
+                        q4_1::quantize_row(&src, &mut b);
+                        q4_1::dequantize_row_at(SimdLevel::Portable, &b, out);
+                        put(row, &b);
+                    }
+                    WType::Q8_0 => {
+                        let mut b = vec![BlockQ8_0::default(); k / QK];
+                        q8_0::quantize_row_at(SimdLevel::Portable, &src, &mut b);
+                        q8_0::dequantize_row_at(SimdLevel::Portable, &b, out);
+                        put(row, &b);
+                    }
+                }
+            }
+            let mut buf = vec![0u32; bytes.len().div_ceil(4)];
+            // SAFETY: test-only byte view of an initialized u32 buffer of at least bytes.len() bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len()) };
+            TestWeights { buf, wtype, k, rows, stride, deq }
+        }
+
+        fn weights(&self) -> Weights<'_> {
+            // SAFETY: test-only byte view of the initialized u32 buffer.
+            let bytes = unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, self.buf.len() * 4) };
+            Weights::new(bytes, self.wtype, self.k, self.stride, self.rows)
+        }
+
+        /// dst[j][i] = deq_i . a_j in f64.
+        fn reference(&self, acts: &[f32], astride: usize, n: usize) -> Vec<f32> {
+            let mut out = vec![0f32; n * self.rows];
+            for j in 0..n {
+                let a = &acts[j * astride..j * astride + self.k];
+                for i in 0..self.rows {
+                    let w = &self.deq[i * self.k..(i + 1) * self.k];
+                    out[j * self.rows + i] = w.iter().zip(a).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() as f32;
+                }
+            }
+            out
+        }
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Path {
+        Vec(SimdLevel),
+        Gemm(SimdLevel),
+    }
+
+    /// Runs one path into a padded dst (stride rows + 3, sentinel-filled), checks the padding is
+    /// untouched and returns the dense n x rows result.
+    fn run(path: Path, tw: &TestWeights, acts: &[f32], astride: usize, n: usize, threads: usize) -> Vec<f32> {
+        let w = tw.weights();
+        let a = Acts::new(acts, tw.k, n, astride);
+        let dstride = tw.rows + 3;
+        let mut dst = vec![f32::from_bits(0x7FC0_1234); n * dstride];
+        let mut q = QuantizedActs::new();
+        if let Path::Vec(level) = path {
+            q.prepare_at(level, tw.wtype, &a);
+        }
+        let views = DstView::new(&mut dst, n, tw.rows, dstride).split_even(threads, gemm_tile_rows(tw.k));
+        std::thread::scope(|s| {
+            for view in views {
+                let (w, a, q) = (&w, &a, &q);
+                s.spawn(move || {
+                    let mut scratch = Vec::new();
+                    match path {
+                        Path::Vec(level) => mul_mat_vec_at(level, w, a, q, view),
+                        Path::Gemm(level) => mul_mat_gemm_at(level, w, a, view, &mut scratch),
+                    }
+                });
+            }
+        });
+        let mut dense = Vec::with_capacity(n * tw.rows);
+        for j in 0..n {
+            dense.extend_from_slice(&dst[j * dstride..j * dstride + tw.rows]);
+            for p in tw.rows..dstride {
+                assert_eq!(dst[j * dstride + p].to_bits(), 0x7FC0_1234, "padding overwritten");
+            }
+        }
+        dense
+    }
+
+    /// What the dot-product path computes exactly, in f64: the weight blocks against the
+    /// activations as quantized by the partner format (including Q8_1's half-rounded `s`), plus
+    /// the magnitude sum used to bound float rounding. Per output `(value, magnitude)`.
+    fn quantized_reference(tw: &TestWeights, acts: &[f32], astride: usize, n: usize) -> Vec<(f64, f64)> {
+        let w = tw.weights();
+        let a = Acts::new(acts, tw.k, n, astride);
+        let mut q = QuantizedActs::new();
+        q.prepare_at(SimdLevel::Portable, tw.wtype, &a);
+        let h = |x: u16| fp16_to_fp32(x) as f64;
+        let mut out = Vec::with_capacity(n * tw.rows);
+        for j in 0..n {
+            for i in 0..tw.rows {
+                let (mut v, mut m) = (0f64, 0f64);
+                match tw.wtype {
+                    WType::F32 | WType::F16 => {
+                        let wr = &tw.deq[i * tw.k..(i + 1) * tw.k];
+                        for (&x, &y) in wr.iter().zip(a.row(j)) {
+                            v += x as f64 * y as f64;
+                            m += (x as f64 * y as f64).abs();
+                        }
+                    }
+                    WType::Q4_0 => {
+                        let wr: &[BlockQ4_0] = blocks_from_bytes(w.row(i));
+                        for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                            let (mut si, mut sa) = (0i64, 0i64);
+                            for c in 0..32 {
+                                let qx = ((bx.qs[c % 16] >> (4 * (c / 16))) & 15) as i64 - 8;
+                                si += qx * by.qs[c] as i64;
+                                sa += (qx * by.qs[c] as i64).abs();
+                            }
+                            v += h(bx.d) * h(by.d) * si as f64;
+                            m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                        }
+                    }
+                    WType::Q4_1 => {
+                        let wr: &[BlockQ4_1] = blocks_from_bytes(w.row(i));
+                        for (bx, by) in wr.iter().zip(q.q8_1_row(j)) {
+                            let (mut si, mut sa) = (0i64, 0i64);
+                            for c in 0..32 {
+                                let qx = ((bx.qs[c % 16] >> (4 * (c / 16))) & 15) as i64;
+                                si += qx * by.qs[c] as i64;
+                                sa += (qx * by.qs[c] as i64).abs();
+                            }
+                            v += h(bx.d) * h(by.d) * si as f64 + h(bx.m) * h(by.s);
+                            m += (h(bx.d) * h(by.d)).abs() * sa as f64 + (h(bx.m) * h(by.s)).abs();
+                        }
+                    }
+                    WType::Q8_0 => {
+                        let wr: &[BlockQ8_0] = blocks_from_bytes(w.row(i));
+                        for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                            let (mut si, mut sa) = (0i64, 0i64);
+                            for c in 0..32 {
+                                si += bx.qs[c] as i64 * by.qs[c] as i64;
+                                sa += (bx.qs[c] as i64 * by.qs[c] as i64).abs();
+                            }
+                            v += h(bx.d) * h(by.d) * si as f64;
+                            m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                        }
+                    }
+                }
+                out.push((v, m));
+            }
+        }
+        out
+    }
+
+    /// For each weight type and k: every path and level, every (rows, n) shape.
+    ///
+    /// Per output, the result must equal what the path is defined to compute up to f32
+    /// rounding (dot path: weights x quantized activations; sgemm path: dequantized weights x f32
+    /// activations), bounded by 2e-5 of the magnitude sum. Then the NMSE against the naive f32
+    /// reference (dequantized weights x f32 activations) is taken over all outputs of the
+    /// (type, k) group: a single output can be arbitrarily close to zero, which makes a
+    /// per-output NMSE meaningless for rows = n = 1.
+    fn check_all(ks: &[usize], rows_list: &[usize], ns: &[usize]) {
+        let mut rng = Lcg::new(99);
+        for &wtype in &TYPES {
+            let quantized = !matches!(wtype, WType::F32 | WType::F16);
+            for &k in ks {
+                let levels = available_levels();
+                let paths: Vec<Path> = levels.iter().flat_map(|&l| [Path::Vec(l), Path::Gemm(l)]).collect();
+                let mut all_got: Vec<Vec<f32>> = vec![Vec::new(); paths.len()];
+                let mut all_want = Vec::new();
+                for &rows in rows_list {
+                    let tw = TestWeights::new(wtype, k, rows, &mut rng);
+                    for &n in ns {
+                        let astride = k + 5;
+                        let acts: Vec<f32> = (0..n * astride).map(|_| rng.next_gauss()).collect();
+                        let want = tw.reference(&acts, astride, n);
+                        let want_q = quantized_reference(&tw, &acts, astride, n);
+                        let mag_f: Vec<f64> = (0..n)
+                            .flat_map(|j| (0..rows).map(move |i| (i, j)))
+                            .map(|(i, j)| {
+                                let wr = &tw.deq[i * k..(i + 1) * k];
+                                let ar = &acts[j * astride..j * astride + k];
+                                wr.iter().zip(ar).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum()
+                            })
+                            .collect();
+                        for (p, &path) in paths.iter().enumerate() {
+                            let got = run(path, &tw, &acts, astride, n, 1);
+                            for (o, &g) in got.iter().enumerate() {
+                                let (exact, mag) = match path {
+                                    Path::Vec(_) => want_q[o],
+                                    Path::Gemm(_) => (want[o] as f64, mag_f[o]),
+                                };
+                                assert!(
+                                    (g as f64 - exact).abs() <= 2e-5 * mag + 1e-30,
+                                    "{wtype:?} k={k} rows={rows} n={n} {path:?} out {o}: {g} vs {exact}"
+                                );
+                            }
+                            all_got[p].extend_from_slice(&got);
+                        }
+                        all_want.extend_from_slice(&want);
+                    }
+                }
+                for (p, &path) in paths.iter().enumerate() {
+                    let e = nmse(&all_got[p], &all_want);
+                    let limit = match path {
+                        Path::Vec(_) if quantized => 5e-4,
+                        _ => 1e-7,
+                    };
+                    assert!(e < limit, "{wtype:?} k={k} {path:?}: nmse {e:e} >= {limit:e}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn mul_mat_matches_reference_small() {
+        check_all(&[64, 576], &[1, 7, 33], &[1, 3, 17]);
+    }
+
+    #[test]
+    fn mul_mat_matches_reference_large_k() {
+        check_all(&[1536], &[1, 7, 33], &[1, 3, 17]);
+        check_all(&[49152], &[1, 7], &[1, 3, 17]);
+    }
+
+    /// Splitting the output across threads gives bit-identical results on the dot path (every
+    /// element is computed by the same code) and near-identical ones on the sgemm path.
+    #[test]
+    fn threaded_split_matches_single() {
+        let mut rng = Lcg::new(5);
+        for &wtype in &TYPES {
+            let (k, rows, n) = (576, 67, 17);
+            let tw = TestWeights::new(wtype, k, rows, &mut rng);
+            let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+            for level in available_levels() {
+                let one = run(Path::Vec(level), &tw, &acts, k, n, 1);
+                for threads in [2, 3, 8] {
+                    assert_eq!(run(Path::Vec(level), &tw, &acts, k, n, threads), one, "{wtype:?}");
+                }
+                let g1 = run(Path::Gemm(level), &tw, &acts, k, n, 1);
+                let g3 = run(Path::Gemm(level), &tw, &acts, k, n, 3);
+                assert!(nmse(&g3, &g1) < 1e-12, "{wtype:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn split_even_partitions() {
+        let mut buf = vec![0f32; 4 * 100];
+        let v = DstView::new(&mut buf, 4, 100, 100);
+        let parts = v.split_even(3, 8);
+        let ranges: Vec<_> = parts.iter().map(|p| p.weight_rows()).collect();
+        assert_eq!(ranges, vec![0..32, 32..64, 64..100]);
+        let mut buf = vec![0f32; 10];
+        let parts = DstView::for_rows(&mut buf, 1, 20..30, 10).split_even(4, 1);
+        let ranges: Vec<_> = parts.iter().map(|p| p.weight_rows()).collect();
+        assert_eq!(ranges, vec![20..22, 22..25, 25..27, 27..30]);
+        let mut buf = vec![0f32; 5];
+        let parts = DstView::new(&mut buf, 1, 5, 5).split_even(8, 4);
+        assert_eq!(parts.iter().map(|p| p.weight_rows().len()).sum::<usize>(), 5);
+    }
+
+    /// A worker can own just its slice of the output via `for_rows`.
+    #[test]
+    fn for_rows_view() {
+        let mut rng = Lcg::new(17);
+        let tw = TestWeights::new(WType::Q8_0, 64, 10, &mut rng);
+        let acts: Vec<f32> = (0..2 * 64).map(|_| rng.next_gauss()).collect();
+        let a = Acts::new(&acts, 64, 2, 64);
+        let mut q = QuantizedActs::new();
+        q.prepare(WType::Q8_0, &a);
+        let mut full = vec![0f32; 20];
+        mul_mat(&tw.weights(), &a, &q, DstView::new(&mut full, 2, 10, 10), &mut Vec::new());
+        let mut part = vec![0f32; 2 * 4];
+        mul_mat(&tw.weights(), &a, &q, DstView::for_rows(&mut part, 2, 3..7, 4), &mut Vec::new());
+        assert_eq!(&part[0..4], &full[3..7]);
+        assert_eq!(&part[4..8], &full[13..17]);
+    }
+
+    #[test]
+    #[should_panic(expected = "not prepared")]
+    fn unprepared_acts_panic() {
+        let mut rng = Lcg::new(1);
+        let tw = TestWeights::new(WType::Q4_1, 64, 2, &mut rng);
+        let acts = vec![1.0f32; 64];
+        let a = Acts::new(&acts, 64, 1, 64);
+        let mut q = QuantizedActs::new();
+        q.prepare(WType::Q4_0, &a); // wrong partner format (Q8_0 instead of Q8_1)
+        let mut out = vec![0f32; 2];
+        mul_mat_vec(&tw.weights(), &a, &q, DstView::new(&mut out, 1, 2, 2));
+    }
+
+    #[test]
+    fn dot_f32_levels() {
+        let mut rng = Lcg::new(3);
+        for n in [0usize, 1, 7, 8, 33, 1000] {
+            let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+            let exact: f64 = a.iter().zip(&b).map(|(&x, &y)| x as f64 * y as f64).sum();
+            for level in available_levels() {
+                let d = dot_f32_at(level, &a, &b) as f64;
+                assert!((d - exact).abs() <= n as f64 * 1.2e-7 + 1e-7, "{level:?} n={n}");
+            }
+        }
+    }
+
+    /// Rough single-thread throughput; not a test. `cargo test --release --lib bench_ -- --ignored --nocapture`
+    #[test]
+    #[ignore = "timing printout"]
+    fn bench_mul_mat() {
+        use std::time::Instant;
+        let mut rng = Lcg::new(1);
+        let (k, rows) = (576, 1536);
+        for &wtype in &TYPES {
+            let tw = TestWeights::new(wtype, k, rows, &mut rng);
+            let w = tw.weights();
+            for &n in &[1usize, 4, 8, 16, 32, 64] {
+                let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+                let a = Acts::new(&acts, k, n, k);
+                let mut q = QuantizedActs::new();
+                let mut out = vec![0f32; n * rows];
+                let mut scratch = Vec::new();
+                for gemm in [false, true] {
+                    let iters = (200 / n).max(3);
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        let dst = DstView::new(&mut out, n, rows, rows);
+                        if gemm {
+                            mul_mat_gemm(&w, &a, dst, &mut scratch);
+                        } else {
+                            q.prepare(wtype, &a);
+                            mul_mat_vec(&w, &a, &q, dst);
+                        }
+                    }
+                    let dt = t.elapsed().as_secs_f64() / iters as f64;
+                    let gflops = 2.0 * (k * rows * n) as f64 / dt / 1e9;
+                    println!(
+                        "{wtype:?} {k}x{rows} n={n:3} {}: {:8.1} us  {gflops:6.2} GFLOP/s",
+                        if gemm { "gemm" } else { "vec " },
+                        dt * 1e6
+                    );
+                }
+            }
+        }
+    }
+}

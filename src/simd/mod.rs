@@ -1,0 +1,3 @@
+pub mod quant;
+pub mod matmul;
+pub mod cpu_features;

@@ -1,0 +1,341 @@
+//! ggml's legacy block quantization formats (Q4_0, Q4_1, Q8_0, Q8_1) and half floats, as plain
+//! Rust over slices.
+//!
+//! Each format module has the `#[repr(C)]` block (same size and field offsets as ggml-common.h, so
+//! tensor bytes can be viewed as blocks without copying), the reference quantizer (byte-identical
+//! to ggml's `quantize_row_*_ref`), the dequantizer, and the dot products ggml-cpu uses for
+//! MUL_MAT. Kernels come in a portable flavour and an AVX2 flavour; the plain-named function
+//! dispatches on [`crate::simd::cpu_features::simd_level`], `*_at(level, ..)` lets tests pick.
+
+pub mod f16;
+pub mod q4_0;
+pub mod q4_1;
+pub mod q8_0;
+pub mod q8_1;
+
+pub use q4_0::BlockQ4_0;
+pub use q4_1::BlockQ4_1;
+pub use q8_0::BlockQ8_0;
+pub use q8_1::BlockQ8_1;
+
+/// Values per block for every format here (ggml's QK4_0 = QK4_1 = QK8_0 = QK8_1 = 32).
+pub const QK: usize = 32;
+
+/// A quantization block: plain bytes with no padding, valid for every bit pattern.
+///
+/// # Safety
+/// Implementors must be `#[repr(C)]`, contain only integer fields/arrays (so any byte pattern is
+/// a valid value), have no padding, and have `size_of::<Self>() == BYTES`. The byte-view helpers
+/// below rely on this to reinterpret tensor memory.
+pub unsafe trait QuantBlock: Copy + Default + Send + Sync + 'static {
+    /// Values encoded by one block.
+    const QK: usize;
+    /// Size of one block in bytes (ggml's `type_size`).
+    const BYTES: usize;
+}
+
+/// Views tensor bytes as blocks, or `None` when the length is not a whole number of blocks or
+/// the pointer is not aligned for the block's `u16` scale (ggml buffers always are).
+pub fn try_blocks_from_bytes<B: QuantBlock>(bytes: &[u8]) -> Option<&[B]> {
+    if bytes.len() % B::BYTES != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<B>() != 0 {
+        return None;
+    }
+    // SAFETY: length is a whole number of blocks, the pointer is aligned for B, and QuantBlock
+    // guarantees every byte pattern is a valid B without padding. The lifetime is carried over.
+    Some(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const B, bytes.len() / B::BYTES) })
+}
+
+/// [`try_blocks_from_bytes`] that panics with a useful message instead of returning `None`.
+pub fn blocks_from_bytes<B: QuantBlock>(bytes: &[u8]) -> &[B] {
+    try_blocks_from_bytes(bytes).unwrap_or_else(|| {
+        panic!(
+            "cannot view {} bytes at {:p} as {}-byte blocks (length or alignment)",
+            bytes.len(),
+            bytes.as_ptr(),
+            B::BYTES
+        )
+    })
+}
+
+/// Mutable counterpart of [`blocks_from_bytes`], for quantizing straight into tensor memory.
+pub fn blocks_from_bytes_mut<B: QuantBlock>(bytes: &mut [u8]) -> &mut [B] {
+    assert!(
+        bytes.len() % B::BYTES == 0 && (bytes.as_ptr() as usize) % std::mem::align_of::<B>() == 0,
+        "cannot view {} bytes as {}-byte blocks (length or alignment)",
+        bytes.len(),
+        B::BYTES
+    );
+    // SAFETY: checked above: whole blocks, aligned; QuantBlock guarantees any bytes are a valid B
+    // and B has no padding, so writes through the view leave the bytes initialized.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut B, bytes.len() / B::BYTES) }
+}
+
+/// The raw bytes of a block slice (what ggml would see in tensor memory).
+pub fn blocks_as_bytes<B: QuantBlock>(blocks: &[B]) -> &[u8] {
+    // SAFETY: QuantBlock guarantees no padding, so all bytes are initialized; u8 has alignment 1.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, std::mem::size_of_val(blocks)) }
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    /// Deterministic generator shared with the C harness that produced the golden hashes
+    /// (64-bit LCG, top 24 bits -> uniform in [-1, 1), conversion exact).
+    pub struct Lcg(u64);
+
+    impl Lcg {
+        pub fn new(seed: u64) -> Self {
+            Lcg(seed)
+        }
+        pub fn next_f32(&mut self) -> f32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (self.0 >> 40) as u32;
+            r as f32 / 16777216.0 * 2.0 - 1.0
+        }
+        pub fn next_u32(&mut self) -> u32 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 32) as u32
+        }
+        /// Gaussian-ish (sum of 4 uniforms), closer to real activations than a flat distribution.
+        pub fn next_gauss(&mut self) -> f32 {
+            (self.next_f32() + self.next_f32() + self.next_f32() + self.next_f32()) * 0.866
+        }
+    }
+
+    /// FNV-1a 64, the hash the C harness printed.
+    pub fn fnv(bytes: &[u8]) -> u64 {
+        let mut h: u64 = 0xcbf29ce484222325;
+        for &b in bytes {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100000001b3);
+        }
+        h
+    }
+
+    pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
+        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    }
+
+    /// Normalized mean squared error: sum((a-b)^2) / sum(b^2).
+    pub fn nmse(got: &[f32], want: &[f32]) -> f64 {
+        assert_eq!(got.len(), want.len());
+        let mut num = 0.0f64;
+        let mut den = 0.0f64;
+        for (&g, &w) in got.iter().zip(want) {
+            num += (g as f64 - w as f64).powi(2);
+            den += (w as f64).powi(2);
+        }
+        if den == 0.0 {
+            num
+        } else {
+            num / den
+        }
+    }
+
+    pub const GOLDEN_NB: usize = 64;
+    const SCALES: [f32; 8] = [1.0, 0.001, 1000.0, 3.7, 1e-6, 0.0, 250.0, 0.05];
+
+    /// The golden input row: 64 blocks at assorted scales plus hand-made tie/edge blocks
+    /// (identical to `gen()` in the C harness).
+    pub fn golden_input(seed: u64) -> Vec<f32> {
+        let k = GOLDEN_NB * 32;
+        let mut rng = Lcg::new(seed);
+        let mut x: Vec<f32> = (0..k).map(|i| rng.next_f32() * SCALES[(i / 32) % 8]).collect();
+        for j in 0..32 {
+            // block 8: q8 ties (amax 127 -> d = 1, values at .5)
+            x[8 * 32 + j] = if j == 0 { -127.0 } else { (j as f32 - 16.0) + 0.5 };
+            // block 9: q4_0 ties (max -8 -> d = 1)
+            x[9 * 32 + j] = if j == 3 { -8.0 } else { ((j % 15) as f32 - 8.0) + 0.5 };
+            // block 10: q4_1 ties (min 0, max 15 -> d = 1)
+            x[10 * 32 + j] = match j {
+                0 => 0.0,
+                1 => 15.0,
+                _ => (j % 15) as f32 + 0.5,
+            };
+            // block 11: constant
+            x[11 * 32 + j] = 0.75;
+        }
+        x
+    }
+
+    /// (seed, input hash, q4_0, q4_0 dequant, q4_1, q4_1 dequant, q8_0, q8_0 dequant, q8_1),
+    /// printed by a C harness linking whisper.rn's ggml-quants.c (gcc -O2, x86_64).
+    pub const GOLDEN: [(u64, [u64; 8]); 3] = [
+        (1, [0x6df71d84f7629bc5, 0x36e2059559fe79c6, 0xacdfb421b9cb41d9, 0x0324feb3ed6956e7,
+             0x8be140038f5631fe, 0xbfee2f70d6e609e3, 0xe256b95dab09c15d, 0x00c4e8e630213fcb]),
+        (42, [0xd867932249dcfb7e, 0x6a85ae89350b15b9, 0xb6feb458b842bae5, 0xad872028c073cffd,
+              0xde64f3c95e033d3e, 0x1abeb332c9358ac1, 0x26ed6b02f86d9640, 0x77082d7ffa072ee0]),
+        (0xdeadbeef, [0x74a58c3ee238cfe0, 0x2c6f5e3231e9020a, 0x39585f017fea3bb8, 0xddf6d62faf311ee3,
+                      0x03b1adbaf00592f4, 0xf39dba1bd53dd235, 0xbd43eef1e28531c2, 0x7e56359a82d958eb]),
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_util::*;
+    use super::*;
+
+    #[test]
+    fn golden_input_matches_c_harness() {
+        for (seed, h) in GOLDEN {
+            assert_eq!(fnv(&f32_bytes(&golden_input(seed))), h[0], "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn byte_views() {
+        let mut storage = vec![0u16; 64]; // u16 storage => 2-aligned bytes
+        // SAFETY: test-only reinterpretation of an initialized u16 buffer as bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(storage.as_mut_ptr() as *mut u8, 128) };
+        assert!(try_blocks_from_bytes::<BlockQ4_0>(&bytes[..36]).is_some());
+        assert!(try_blocks_from_bytes::<BlockQ4_0>(&bytes[..35]).is_none());
+        assert!(try_blocks_from_bytes::<BlockQ4_0>(&bytes[1..37]).is_none());
+        let blocks = blocks_from_bytes_mut::<BlockQ8_0>(&mut bytes[..68]);
+        blocks[1].d = 0x3C00;
+        blocks[1].qs[0] = -1;
+        assert_eq!(bytes[34..37], [0x00, 0x3C, 0xFF]);
+        let b = blocks_from_bytes::<BlockQ8_0>(&bytes[..68]);
+        assert_eq!(blocks_as_bytes(b).len(), 68);
+    }
+}
+
+/// AVX2 building blocks shared by the format modules. All require AVX2 + FMA + F16C, which the
+/// callers guarantee by only reaching them through `SimdLevel::Avx2` dispatch.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_util {
+    use std::arch::x86_64::*;
+
+    pub(crate) use super::f16::x86::{hsum_ps, load8_f32};
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn load_u8x16(b: &[u8; 16]) -> __m128i {
+        // SAFETY: `b` is 16 readable bytes; loadu has no alignment requirement.
+        unsafe { _mm_loadu_si128(b.as_ptr() as *const __m128i) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn load_i8x32(b: &[i8; 32]) -> __m256i {
+        // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
+        unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn store_i8x32(b: &mut [i8; 32], v: __m256i) {
+        // SAFETY: `b` is 32 writable bytes; storeu has no alignment requirement.
+        unsafe { _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, v) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn store8_f32(dst: &mut [f32], v: __m256) {
+        assert!(dst.len() >= 8);
+        // SAFETY: the assert guarantees 8 writable f32; storeu has no alignment requirement.
+        unsafe { _mm256_storeu_ps(dst.as_mut_ptr(), v) }
+    }
+
+    /// Widens up to four halves at once (one `vcvtph2ps` instead of four scalar conversions).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn halves4(a: u16, b: u16, c: u16, d: u16) -> __m128 {
+        let packed = (a as u64) | (b as u64) << 16 | (c as u64) << 32 | (d as u64) << 48;
+        _mm_cvtph_ps(_mm_cvtsi64_si128(packed as i64))
+    }
+
+    /// Broadcast of `f32(a) * f32(b)`: the combined scale of a block pair.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn scale_product(a: u16, b: u16) -> __m256 {
+        let v = halves4(a, b, 0, 0);
+        _mm256_broadcastss_ps(_mm_mul_ss(v, _mm_movehdup_ps(v)))
+    }
+
+    /// 32 nibbles -> 32 bytes in 0..=15: low nibbles in bytes 0..16, high nibbles in 16..32,
+    /// which is the element order of ggml's 4-bit blocks.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn nibbles32(qs: &[u8; 16]) -> __m256i {
+        let raw = load_u8x16(qs);
+        let both = _mm256_set_m128i(_mm_srli_epi16::<4>(raw), raw);
+        _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+    }
+
+    /// Unsigned-by-signed byte products summed in groups of 4, as 8 floats. Exact while each
+    /// adjacent pair sum fits i16 (`vpmaddubsw` saturates): true for |ax| <= 128, |sy| <= 127.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn mul_sum_us8_pairs_float(ax: __m256i, sy: __m256i) -> __m256 {
+        let dot = _mm256_maddubs_epi16(ax, sy);
+        _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)))
+    }
+
+    /// Signed byte products summed in groups of 4, as 8 floats. Moves x's sign onto y so the
+    /// unsigned*signed multiply applies; exact as long as y has no -128 (negating it overflows),
+    /// which holds for every activation produced by our Q8 quantizers (range -127..=127).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn mul_sum_i8_pairs_float(x: __m256i, y: __m256i) -> __m256 {
+        let ax = _mm256_sign_epi8(x, x);
+        let sy = _mm256_sign_epi8(y, x);
+        mul_sum_us8_pairs_float(ax, sy)
+    }
+
+    /// C's `roundf` (halves away from zero) on 8 lanes, bit-exact: `x - trunc(x)` is exact, so
+    /// comparing it with 0.5 decides the rounding direction without any new rounding error.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn round_half_away(v: __m256) -> __m256 {
+        let sign = _mm256_set1_ps(-0.0);
+        let t = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(v);
+        let frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
+        let up = _mm256_cmp_ps::<_CMP_GE_OQ>(frac, _mm256_set1_ps(0.5));
+        let step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0));
+        _mm256_add_ps(t, _mm256_and_ps(up, step))
+    }
+
+    /// Max of |x| over 32 floats (the block's absolute maximum).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn abs_max32(v: &[__m256; 4]) -> f32 {
+        let sign = _mm256_set1_ps(-0.0);
+        let m = _mm256_max_ps(
+            _mm256_max_ps(_mm256_andnot_ps(sign, v[0]), _mm256_andnot_ps(sign, v[1])),
+            _mm256_max_ps(_mm256_andnot_ps(sign, v[2]), _mm256_andnot_ps(sign, v[3])),
+        );
+        let m4 = _mm_max_ps(_mm256_extractf128_ps::<1>(m), _mm256_castps256_ps128(m));
+        let m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+        let m4 = _mm_max_ss(m4, _mm_movehdup_ps(m4));
+        _mm_cvtss_f32(m4)
+    }
+
+    /// Packs 4x8 i32 (each in -128..=127 after saturation) into 32 i8 in element order.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn pack_i32x32_to_i8(i: [__m256i; 4]) -> __m256i {
+        // packs works per 128-bit lane, leaving dwords in order 0,4,1,5,2,6,3,7; undo with a permute.
+        let a = _mm256_packs_epi32(i[0], i[1]);
+        let b = _mm256_packs_epi32(i[2], i[3]);
+        let p = _mm256_packs_epi16(a, b);
+        _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn hsum_i32_8(a: __m256i) -> i32 {
+        let s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256::<1>(a));
+        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0b10_11_00_01>(s));
+        _mm_cvtsi128_si32(s)
+    }
+
+    /// Writes 16 signed bytes as 16 floats times `d` (dequantization of half a block).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn store16_i8_scaled(dst: &mut [f32], q: __m128i, d: __m256) {
+        let lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+        let hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)));
+        store8_f32(&mut dst[0..8], _mm256_mul_ps(lo, d));
+        store8_f32(&mut dst[8..16], _mm256_mul_ps(hi, d));
+    }
+}

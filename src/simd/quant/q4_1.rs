@@ -1,0 +1,319 @@
+//! Q4_1: 32 values as 4-bit steps above a per-block minimum (5 bits per value). Costs one more
+//! half than Q4_0 but represents blocks that are not centred on zero much better.
+
+use super::f16::{fp16_to_fp32, fp32_to_fp16};
+use super::q8_1::BlockQ8_1;
+use super::{QuantBlock, QK};
+use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
+
+/// ggml's `block_q4_1`: value `j` is `d * nibble(j) + m`, low nibbles = elements 0..16, high
+/// nibbles = 16..32.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BlockQ4_1 {
+    /// Step, IEEE half bits.
+    pub d: u16,
+    /// Block minimum, IEEE half bits.
+    pub m: u16,
+    pub qs: [u8; QK / 2],
+}
+
+const _: () = assert!(std::mem::size_of::<BlockQ4_1>() == 20);
+
+// SAFETY: repr(C), only integer fields, 2 + 2 + 16 bytes with no padding (asserted above).
+unsafe impl QuantBlock for BlockQ4_1 {
+    const QK: usize = QK;
+    const BYTES: usize = 20;
+}
+
+/// Quantizes `src` (`dst.len() * 32` values) exactly like ggml's `quantize_row_q4_1_ref`.
+///
+/// Uses the unrounded f32 min and step for the nibbles even though half-rounded copies are
+/// stored, because that is what ggml does and files must match byte for byte.
+pub fn quantize_row(src: &[f32], dst: &mut [BlockQ4_1]) {
+    assert_eq!(src.len(), dst.len() * QK, "q4_1::quantize_row: length mismatch");
+    for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+        let mut min = f32::MAX;
+        let mut max = -f32::MAX;
+        for &v in x {
+            if v < min {
+                min = v;
+            }
+            if v > max {
+                max = v;
+            }
+        }
+        let d = (max - min) / 15.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        y.d = fp32_to_fp16(d);
+        y.m = fp32_to_fp16(min);
+        for j in 0..QK / 2 {
+            let xi0 = (((x[j] - min) * id + 0.5) as i8).min(15) as u8;
+            let xi1 = (((x[j + QK / 2] - min) * id + 0.5) as i8).min(15) as u8;
+            y.qs[j] = xi0 | (xi1 << 4);
+        }
+    }
+}
+
+/// Expands blocks to `src.len() * 32` floats (`q * d + m`, multiply and add rounded separately
+/// on every level so all levels agree bit for bit).
+pub fn dequantize_row(src: &[BlockQ4_1], dst: &mut [f32]) {
+    dequantize_row_at(simd_level(), src, dst)
+}
+
+/// [`dequantize_row`] on an explicit kernel level; every level gives bit-identical output.
+pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ4_1], dst: &mut [f32]) {
+    assert_eq!(dst.len(), src.len() * QK, "q4_1::dequantize_row: length mismatch");
+    match clamp_level(level) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
+        SimdLevel::Avx2 => unsafe { x86::dequantize(src, dst) },
+        _ => {
+            for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {
+                let d = fp16_to_fp32(b.d);
+                let m = fp16_to_fp32(b.m);
+                for j in 0..QK / 2 {
+                    y[j] = (b.qs[j] & 0x0F) as f32 * d + m;
+                    y[j + QK / 2] = (b.qs[j] >> 4) as f32 * d + m;
+                }
+            }
+        }
+    }
+}
+
+/// Dot product of Q4_1 weights with Q8_1 activations (`32 * x.len()` values).
+///
+/// The minimum's contribution `m * sum(y)` comes from the activation block's precomputed `s`, so
+/// the inner loop is a plain unsigned-by-signed byte product. Block integer sums are exact on all
+/// levels; only the float accumulation order differs.
+pub fn vec_dot_q4_1_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+    vec_dot_q4_1_q8_1_at(simd_level(), x, y)
+}
+
+/// [`vec_dot_q4_1_q8_1`] on an explicit kernel level (clamped to what the CPU supports).
+pub fn vec_dot_q4_1_q8_1_at(level: SimdLevel, x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+    assert_eq!(x.len(), y.len(), "vec_dot_q4_1_q8_1: block count mismatch");
+    match clamp_level(level) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
+        SimdLevel::Avx2 => unsafe { x86::vec_dot_q8_1(x, y) },
+        _ => vec_dot_portable(x, y),
+    }
+}
+
+/// ggml's generic kernel: `(dx * dy) * sumi + mx * sy` per block, accumulated serially.
+fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+    let mut sumf = 0.0f32;
+    for (bx, by) in x.iter().zip(y) {
+        let mut sumi = 0i32;
+        for j in 0..QK / 2 {
+            let v0 = (bx.qs[j] & 0x0F) as i32;
+            let v1 = (bx.qs[j] >> 4) as i32;
+            sumi += v0 * by.qs[j] as i32 + v1 * by.qs[j + QK / 2] as i32;
+        }
+        sumf += (fp16_to_fp32(bx.d) * fp16_to_fp32(by.d)) * sumi as f32
+            + fp16_to_fp32(bx.m) * fp16_to_fp32(by.s);
+    }
+    sumf
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::super::x86_util::*;
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// Accumulates one block pair: `acc += dx*dy * q` (8 lanes), `ms += [_, _, mx*sy, _]`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn block_dot(bx: &BlockQ4_1, by: &BlockQ8_1, acc: __m256, ms: __m128) -> (__m256, __m128) {
+        // One conversion for all four halves: [dx, dy, mx, sy] -> [dx*dy, _, mx*sy, _].
+        let h = halves4(bx.d, by.d, bx.m, by.s);
+        let prod = _mm_mul_ps(h, _mm_movehdup_ps(h));
+        let d = _mm256_broadcastss_ps(prod);
+        let q = mul_sum_us8_pairs_float(nibbles32(&bx.qs), load_i8x32(&by.qs));
+        (_mm256_fmadd_ps(d, q, acc), _mm_add_ps(ms, prod))
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn vec_dot_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+        let mut acc0 = _mm256_setzero_ps();
+        let mut acc1 = _mm256_setzero_ps();
+        let mut ms = _mm_setzero_ps();
+        let mut xp = x.chunks_exact(2);
+        let mut yp = y.chunks_exact(2);
+        for (bx, by) in (&mut xp).zip(&mut yp) {
+            (acc0, ms) = block_dot(&bx[0], &by[0], acc0, ms);
+            (acc1, ms) = block_dot(&bx[1], &by[1], acc1, ms);
+        }
+        for (bx, by) in xp.remainder().iter().zip(yp.remainder()) {
+            (acc0, ms) = block_dot(bx, by, acc0, ms);
+        }
+        let summs = _mm_cvtss_f32(_mm_movehl_ps(ms, ms));
+        hsum_ps(_mm256_add_ps(acc0, acc1)) + summs
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn dequantize(src: &[BlockQ4_1], dst: &mut [f32]) {
+        for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {
+            let h = halves4(b.d, b.m, 0, 0);
+            let d = _mm256_broadcastss_ps(h);
+            let m = _mm256_broadcastss_ps(_mm_movehdup_ps(h));
+            let q = nibbles32(&b.qs);
+            let q_lo = _mm256_castsi256_si128(q);
+            let q_hi = _mm256_extracti128_si256::<1>(q);
+            for (half, out) in [q_lo, q_hi].into_iter().zip(y.chunks_exact_mut(16)) {
+                let a = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(half));
+                let b = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128::<8>(half)));
+                // mul then add (not FMA) to round exactly like the portable path.
+                store8_f32(&mut out[0..8], _mm256_add_ps(_mm256_mul_ps(a, d), m));
+                store8_f32(&mut out[8..16], _mm256_add_ps(_mm256_mul_ps(b, d), m));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::*;
+    use super::super::{blocks_as_bytes, q8_1};
+    use super::*;
+    use crate::simd::cpu_features::available_levels;
+
+    #[test]
+    fn layout() {
+        assert_eq!(std::mem::size_of::<BlockQ4_1>(), 20);
+        assert_eq!(std::mem::offset_of!(BlockQ4_1, m), 2);
+        assert_eq!(std::mem::offset_of!(BlockQ4_1, qs), 4);
+    }
+
+    #[test]
+    fn quantize_hand_computed() {
+        // min 1, max 16 -> d = 1, q = trunc(x - 1 + 0.5) clamped to 15.
+        let mut x = [1.0f32; 32];
+        x[0] = 16.0; // 15
+        x[1] = 2.49; // 1.99 -> 1
+        x[2] = 2.5; // 2.0 -> 2
+        x[16] = 9.0; // high nibble of qs[0]: 8
+        x[17] = 1.0; // 0
+        let mut b = [BlockQ4_1::default()];
+        quantize_row(&x, &mut b);
+        assert_eq!(b[0].d, 0x3C00);
+        assert_eq!(b[0].m, 0x3C00);
+        assert_eq!(b[0].qs[0], 15 | (8 << 4));
+        assert_eq!(b[0].qs[1], 1);
+        assert_eq!(b[0].qs[2], 2);
+        let mut back = [0.0f32; 32];
+        dequantize_row_at(SimdLevel::Portable, &b, &mut back);
+        assert_eq!(back[0], 16.0);
+        assert_eq!(back[16], 9.0);
+
+        // Constant block: d = 0, all nibbles 0, m carries the value.
+        quantize_row(&[-3.0; 32], &mut b);
+        assert_eq!(b[0], BlockQ4_1 { d: 0, m: fp32_to_fp16(-3.0), qs: [0; 16] });
+    }
+
+    /// Byte-identical to ggml's quantize_row_q4_1_ref / dequantize_row_q4_1 on the golden rows.
+    #[test]
+    fn matches_ggml_golden() {
+        for (seed, h) in GOLDEN {
+            let x = golden_input(seed);
+            let mut b = vec![BlockQ4_1::default(); GOLDEN_NB];
+            quantize_row(&x, &mut b);
+            assert_eq!(fnv(blocks_as_bytes(&b)), h[3], "quantize seed {seed}");
+            for level in available_levels() {
+                let mut y = vec![0.0f32; x.len()];
+                dequantize_row_at(level, &b, &mut y);
+                assert_eq!(fnv(&f32_bytes(&y)), h[4], "dequantize seed {seed} {level:?}");
+            }
+            if seed == 1 {
+                assert_eq!(
+                    blocks_as_bytes(&b[10..11]),
+                    [0, 60, 0, 0, 32, 63, 67, 84, 101, 118, 135, 152, 169, 186, 203, 220, 237, 254, 31, 33]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn round_trip_error_bound() {
+        let mut rng = Lcg::new(4);
+        let x: Vec<f32> = (0..32 * 50).map(|_| rng.next_gauss() + 0.7).collect();
+        let mut b = vec![BlockQ4_1::default(); 50];
+        quantize_row(&x, &mut b);
+        let mut y = vec![0.0f32; x.len()];
+        dequantize_row(&b, &mut y);
+        for (i, blk) in b.iter().enumerate() {
+            let d = fp16_to_fp32(blk.d);
+            let m = fp16_to_fp32(blk.m);
+            for j in 0..32 {
+                let (a, r) = (x[i * 32 + j], y[i * 32 + j]);
+                // Half a step plus the half-rounding of d (x15) and m.
+                let tol = 0.5 * d + 15.0 * d * 2f32.powi(-11) + m.abs() * 2f32.powi(-11) + 1e-6;
+                assert!((a - r).abs() <= tol, "block {i} elem {j}: {a} vs {r}");
+            }
+        }
+        assert!(nmse(&y, &x) < 0.01);
+    }
+
+    #[test]
+    fn dot_simd_vs_portable() {
+        let mut rng = Lcg::new(6);
+        for &nb in &[1usize, 2, 3, 18, 48, 1536] {
+            let w: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss() + 0.3).collect();
+            let a: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
+            let mut bw = vec![BlockQ4_1::default(); nb];
+            let mut ba = vec![BlockQ8_1::default(); nb];
+            quantize_row(&w, &mut bw);
+            q8_1::quantize_row(&a, &mut ba);
+            let p = vec_dot_q4_1_q8_1_at(SimdLevel::Portable, &bw, &ba) as f64;
+            // Scale for the tolerance: magnitude of the terms both kernels add up.
+            let mag: f64 = bw
+                .iter()
+                .zip(&ba)
+                .map(|(x, y)| {
+                    let dd = (fp16_to_fp32(x.d) * fp16_to_fp32(y.d)).abs() as f64;
+                    let ms = (fp16_to_fp32(x.m) * fp16_to_fp32(y.s)).abs() as f64;
+                    dd * 15.0 * 127.0 * 32.0 + ms
+                })
+                .sum();
+            for level in available_levels() {
+                let s = vec_dot_q4_1_q8_1_at(level, &bw, &ba) as f64;
+                assert!((s - p).abs() <= mag * 1e-6, "{level:?} nb={nb}: {s} vs {p}");
+            }
+        }
+    }
+
+    /// Unit scales and small integer minimum/sums: every float op exact, so all levels agree.
+    #[test]
+    fn dot_exact_with_unit_scales() {
+        let mut rng = Lcg::new(10);
+        for &nb in &[1usize, 5, 64] {
+            let x: Vec<BlockQ4_1> = (0..nb)
+                .map(|_| BlockQ4_1 {
+                    d: 0x3C00,
+                    m: fp32_to_fp16(-2.0),
+                    qs: std::array::from_fn(|_| rng.next_u32() as u8),
+                })
+                .collect();
+            let y: Vec<BlockQ8_1> = (0..nb)
+                .map(|_| {
+                    let qs: [i8; 32] = std::array::from_fn(|_| ((rng.next_u32() % 255) as i32 - 127) as i8);
+                    let s: i32 = qs.iter().map(|&q| q as i32).sum();
+                    BlockQ8_1 { d: 0x3C00, s: fp32_to_fp16(s as f32), qs }
+                })
+                .collect();
+            let mut want = 0i64;
+            for (bx, by) in x.iter().zip(&y) {
+                for j in 0..16 {
+                    want += (bx.qs[j] & 15) as i64 * by.qs[j] as i64;
+                    want += (bx.qs[j] >> 4) as i64 * by.qs[j + 16] as i64;
+                }
+                want += -2 * fp16_to_fp32(by.s) as i64;
+            }
+            for level in available_levels() {
+                assert_eq!(vec_dot_q4_1_q8_1_at(level, &x, &y), want as f32, "{level:?}");
+            }
+        }
+    }
+}
