@@ -51,7 +51,7 @@ fn parse_list(text: &str) -> Vec<Export> {
         };
         let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
         assert!(["both", "lm", "wsp"].contains(&revs.as_str()), "exports.list:{}: bad revs", n + 1);
-        assert!(["api", "impl"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
+        assert!(["api", "impl", "simd"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
         out.push(Export { revs, header, name, params, ret, default, via });
     }
     out
@@ -136,7 +136,7 @@ fn write_if_changed(path: &Path, text: &str) {
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for f in ["src/host.c", "src/ffi/exports.list", "cbindgen.toml", "cbindgen/ggml-backend.h.in", "cbindgen/ggml-backend-impl.h.in"] {
+    for f in ["src/host.c", "src/ffi/exports.list", "cbindgen.toml", "cbindgen/ggml-backend.h.in", "cbindgen/ggml-backend-impl.h.in", "cbindgen/ggml-simd.h.in"] {
         println!("cargo:rerun-if-changed={}", f);
     }
 
@@ -163,6 +163,7 @@ fn main() {
         for (header, template, file) in [
             ("api", "cbindgen/ggml-backend.h.in", "ggml-backend.h"),
             ("impl", "cbindgen/ggml-backend-impl.h.in", "ggml-backend-impl.h"),
+            ("simd", "cbindgen/ggml-simd.h.in", "ggml-simd.h"),
         ] {
             let src = out.join(format!("cbindgen_{tag}_{header}.rs"));
             write_if_changed(&src, per_header.get(header).map(String::as_str).unwrap_or(""));

@@ -44,7 +44,20 @@ fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
 impl<R: Rev> Registry<R> {
     pub fn new() -> Self {
         let mut state = State { backends: Vec::new(), devices: Vec::new() };
-        for (name, reg_fn) in &R::host().backend_regs {
+        let regs = &R::host().backend_regs;
+        let host_has_cpu = regs.iter().any(|(name, _)| *name == "cpu");
+        let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
+        let simd = R::simd();
+        let add_simd = |state: &mut State<R>, dev_type: DevType| {
+            simd.set_dev_type(dev_type);
+            state.backends.push(Entry { reg: simd.reg, handle: None });
+            state.devices.push(simd.dev);
+        };
+        for (name, reg_fn) in regs {
+            if *name == "cpu" && simd_opt_in {
+                // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)
+                add_simd(&mut state, DEV_TYPE_ACCEL);
+            }
             // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or NULL.
             let reg = unsafe { reg_fn() };
             let Some(r) = obj(reg) else { continue };
@@ -55,6 +68,10 @@ impl<R: Rev> Registry<R> {
                 }
                 Err(e) => crate::log_error!(R, "ggml_backend_registry", "skipping host backend {}: {}", name, e),
             }
+        }
+        if !host_has_cpu {
+            // no ggml-cpu linked: SIMD is the CPU device, so init_best() and the scheduler work
+            add_simd(&mut state, DEV_TYPE_CPU);
         }
         Registry { state: Mutex::new(state) }
     }

@@ -11,6 +11,7 @@ pub struct Lm;
 
 static STATICS: Lazy<CpuStatics<Lm>> = Lazy::new(CpuStatics::new);
 static REGISTRY: Lazy<Registry<Lm>> = Lazy::new(Registry::new);
+static SIMD: Lazy<crate::simd::backend::SimdStatics<Lm>> = Lazy::new(crate::simd::backend::SimdStatics::new);
 static HOST: Lazy<HostFns<Lm>> = Lazy::new(|| HostFns::load(crate::host::sym_lm, crate::host::LOG_LM));
 
 impl Rev for Lm {
@@ -85,5 +86,8 @@ impl Rev for Lm {
     }
     fn host() -> &'static HostFns<Self> {
         &HOST
+    }
+    fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
+        &SIMD
     }
 }

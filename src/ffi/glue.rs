@@ -520,3 +520,15 @@ pub fn compare_graph_backend<R: Rev>(
     let Some(cb) = callback else { bail!("callback is NULL") };
     crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data)
 }
+
+// ---------------------------------------------------------------- the SIMD backend
+
+pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
+    Ok(R::simd().reg.0)
+}
+pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
+    Ok(crate::simd::backend::init::<R>())
+}
+pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
+    Ok(obj(backend).is_some_and(crate::simd::backend::is_simd))
+}

@@ -82,6 +82,10 @@ pub struct Session<'a> {
 }
 
 impl Session<'_> {
+    pub fn n_threads(&self) -> usize {
+        self.pool.n_threads()
+    }
+
     /// Runs `f(ith, nth)` on every thread and returns when all are done; `false` if one panicked.
     pub fn run(&self, f: &(dyn Fn(usize, usize) + Sync)) -> bool {
         let s = &self.pool.shared;

@@ -115,8 +115,12 @@ pub fn dot_f16_f32_at(level: SimdLevel, a: &[u16], b: &[f32]) -> f32 {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::dot_f16_f32(a, b) },
-        _ => dot_lanes(a.len(), |i| fp16_to_fp32(a[i]) * b[i]),
+        _ => dot_f16_f32_portable(a, b),
     }
+}
+
+pub(crate) fn dot_f16_f32_portable(a: &[u16], b: &[f32]) -> f32 {
+    dot_lanes(a.len().min(b.len()), |i| fp16_to_fp32(a[i]) * b[i])
 }
 
 /// Dot product of two half vectors, accumulated in f32 (ggml's `ggml_vec_dot_f16` numerics
@@ -220,8 +224,9 @@ pub(crate) mod x86 {
         }
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn dot_f16_f32(a: &[u16], b: &[f32]) -> f32 {
+    pub(crate) fn dot_f16_f32(a: &[u16], b: &[f32]) -> f32 {
         let n = a.len().min(b.len());
         let mut acc = [_mm256_setzero_ps(); 4];
         let mut i = 0;

@@ -37,7 +37,7 @@ pub unsafe trait QuantBlock: Copy + Default + Send + Sync + 'static {
 /// Views tensor bytes as blocks, or `None` when the length is not a whole number of blocks or
 /// the pointer is not aligned for the block's `u16` scale (ggml buffers always are).
 pub fn try_blocks_from_bytes<B: QuantBlock>(bytes: &[u8]) -> Option<&[B]> {
-    if bytes.len() % B::BYTES != 0 || (bytes.as_ptr() as usize) % std::mem::align_of::<B>() != 0 {
+    if !bytes.len().is_multiple_of(B::BYTES) || !(bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<B>()) {
         return None;
     }
     // SAFETY: length is a whole number of blocks, the pointer is aligned for B, and QuantBlock
@@ -60,7 +60,7 @@ pub fn blocks_from_bytes<B: QuantBlock>(bytes: &[u8]) -> &[B] {
 /// Mutable counterpart of [`blocks_from_bytes`], for quantizing straight into tensor memory.
 pub fn blocks_from_bytes_mut<B: QuantBlock>(bytes: &mut [u8]) -> &mut [B] {
     assert!(
-        bytes.len() % B::BYTES == 0 && (bytes.as_ptr() as usize) % std::mem::align_of::<B>() == 0,
+        bytes.len().is_multiple_of(B::BYTES) && (bytes.as_ptr() as usize).is_multiple_of(std::mem::align_of::<B>()),
         "cannot view {} bytes as {}-byte blocks (length or alignment)",
         bytes.len(),
         B::BYTES

@@ -98,7 +98,7 @@ pub fn vec_dot_q4_0_q8_0_at(level: SimdLevel, x: &[BlockQ4_0], y: &[BlockQ8_0]) 
 }
 
 /// ggml's generic kernel: exact i32 block sums, then `sumi * dx * dy` accumulated serially.
-fn vec_dot_portable(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
+pub(crate) fn vec_dot_portable(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let mut sumi = 0i32;
@@ -113,7 +113,7 @@ fn vec_dot_portable(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use super::super::x86_util::*;
     use super::*;
     use std::arch::x86_64::*;
@@ -127,8 +127,9 @@ mod x86 {
         _mm256_fmadd_ps(d, q, acc)
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn vec_dot_q8_0(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
+    pub(crate) fn vec_dot_q8_0(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
         // Two accumulators so consecutive blocks' FMAs do not wait on each other.
         let mut acc0 = _mm256_setzero_ps();
         let mut acc1 = _mm256_setzero_ps();
@@ -186,7 +187,7 @@ mod tests {
         let mut b = [BlockQ4_0::default()];
         quantize_row(&x, &mut b);
         assert_eq!(b[0].d, 0x3C00);
-        assert_eq!(b[0].qs[0], 0 | (11 << 4));
+        assert_eq!(b[0].qs[0], 11 << 4); // low nibble 0
         assert_eq!(b[0].qs[1], 15 | (1 << 4));
         assert_eq!(b[0].qs[2], 15 | (8 << 4));
         assert_eq!(b[0].qs[3], 8 | (8 << 4));

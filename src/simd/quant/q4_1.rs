@@ -102,7 +102,7 @@ pub fn vec_dot_q4_1_q8_1_at(level: SimdLevel, x: &[BlockQ4_1], y: &[BlockQ8_1]) 
 }
 
 /// ggml's generic kernel: `(dx * dy) * sumi + mx * sy` per block, accumulated serially.
-fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+pub(crate) fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let mut sumi = 0i32;
@@ -118,7 +118,7 @@ fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(crate) mod x86 {
     use super::super::x86_util::*;
     use super::*;
     use std::arch::x86_64::*;
@@ -135,8 +135,9 @@ mod x86 {
         (_mm256_fmadd_ps(d, q, acc), _mm_add_ps(ms, prod))
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn vec_dot_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+    pub(crate) fn vec_dot_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
         let mut acc0 = _mm256_setzero_ps();
         let mut acc1 = _mm256_setzero_ps();
         let mut ms = _mm_setzero_ps();

@@ -100,7 +100,7 @@ pub fn vec_dot_q8_0_q8_0_at(level: SimdLevel, x: &[BlockQ8_0], y: &[BlockQ8_0]) 
 }
 
 /// ggml's generic kernel: exact i32 block sums, then `sumi * (dx * dy)` accumulated serially.
-fn vec_dot_portable(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
+pub(crate) fn vec_dot_portable(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let sumi: i32 = bx.qs.iter().zip(&by.qs).map(|(&a, &b)| a as i32 * b as i32).sum();
@@ -150,8 +150,9 @@ pub(crate) mod x86 {
         _mm256_fmadd_ps(d, q, acc)
     }
 
+    #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn vec_dot(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
+    pub(crate) fn vec_dot(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
         let mut acc0 = _mm256_setzero_ps();
         let mut acc1 = _mm256_setzero_ps();
         let mut xp = x.chunks_exact(2);

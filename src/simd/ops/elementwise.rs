@@ -1,0 +1,124 @@
+//! Element-wise f32 ops: binary ops with broadcasting (ADD, SUB, MUL, DIV), SCALE, SQR, SQRT, and
+//! the unary SILU and GELU. GELU uses ggml-cpu's fp16 lookup (the value of the fp16-rounded input,
+//! rounded to fp16), so that results match it exactly.
+
+use super::{for_rows, Raw, Session};
+use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
+use once_cell::sync::Lazy;
+
+#[derive(Clone, Copy)]
+pub enum Binary {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
+pub fn binary(s: &Session, op: Binary, dst: Raw, a: Raw, b: Raw) -> bool {
+    for_rows(s, dst.nrows(), |r| {
+        let (i1, i2, i3) = dst.row_index(r);
+        let x = a.row_f32(i1, i2, i3);
+        let y = b.row_f32(i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
+        let d = dst.row_f32_mut(i1, i2, i3);
+        let n = d.len();
+        if y.len() == n {
+            match op {
+                Binary::Add => (0..n).for_each(|i| d[i] = x[i] + y[i]),
+                Binary::Sub => (0..n).for_each(|i| d[i] = x[i] - y[i]),
+                Binary::Mul => (0..n).for_each(|i| d[i] = x[i] * y[i]),
+                Binary::Div => (0..n).for_each(|i| d[i] = x[i] / y[i]),
+            }
+        } else {
+            let m = y.len();
+            for i in 0..n {
+                let v = y[i % m];
+                d[i] = match op {
+                    Binary::Add => x[i] + v,
+                    Binary::Sub => x[i] - v,
+                    Binary::Mul => x[i] * v,
+                    Binary::Div => x[i] / v,
+                };
+            }
+        }
+    })
+}
+
+#[derive(Clone, Copy)]
+pub enum Unary {
+    Scale(f32),
+    Sqr,
+    Sqrt,
+    Silu,
+    Gelu,
+}
+
+/// ggml-cpu's table: gelu of every fp16 value, stored as fp16.
+static GELU_F16: Lazy<Vec<u16>> = Lazy::new(|| {
+    (0..=u16::MAX)
+        .map(|h| {
+            let x = fp16_to_fp32(h);
+            let g = 0.5 * x * (1.0 + (0.797_884_6_f32 * x * (1.0 + 0.044715 * x * x)).tanh());
+            fp32_to_fp16(g)
+        })
+        .collect()
+});
+
+fn gelu(x: f32) -> f32 {
+    if x <= -10.0 {
+        0.0
+    } else if x >= 10.0 {
+        x
+    } else {
+        fp16_to_fp32(GELU_F16[fp32_to_fp16(x) as usize])
+    }
+}
+
+pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
+    if let Unary::Gelu = op {
+        Lazy::force(&GELU_F16);
+    }
+    for_rows(s, dst.nrows(), |r| {
+        let (i1, i2, i3) = dst.row_index(r);
+        let x = a.row_f32(i1, i2, i3);
+        let d = dst.row_f32_mut(i1, i2, i3);
+        match op {
+            Unary::Scale(v) => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x * v),
+            Unary::Sqr => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x * x),
+            Unary::Sqrt => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x.sqrt()),
+            Unary::Silu => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x / (1.0 + (-x).exp())),
+            Unary::Gelu => d.iter_mut().zip(x).for_each(|(d, &x)| *d = gelu(x)),
+        }
+    })
+}
+
+/// CPY / DUP / CONT between F32 and F16 tensors of the same element count. Shapes may differ
+/// (ggml copies element `k` of `src` to element `k` of `dst`, both in row-major order).
+pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
+    if dst.ne == src.ne {
+        return for_rows(s, dst.nrows(), |r| {
+            let (i1, i2, i3) = dst.row_index(r);
+            if dst.ty == src.ty && dst.nb[0] == src.nb[0] && src.nb[0] == if src.ty == super::super::tensor::F16 { 2 } else { 4 } {
+                let len = dst.ne[0] * dst.nb[0];
+                crate::abi::vtable::copy_bytes(dst.ptr(0, i1, i2, i3) as *mut _, src.ptr(0, i1, i2, i3) as *const _, len);
+            } else {
+                for i0 in 0..dst.ne[0] {
+                    dst.write_f32(i0, i1, i2, i3, src.read_f32(i0, i1, i2, i3));
+                }
+            }
+        });
+    }
+    // shapes differ: walk both in row-major element order; split by destination rows
+    let n0 = dst.ne[0];
+    for_rows(s, dst.nrows(), |r| {
+        let (i1, i2, i3) = dst.row_index(r);
+        let mut k = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
+        for i0 in 0..n0 {
+            let j0 = k % src.ne[0];
+            let j1 = (k / src.ne[0]) % src.ne[1];
+            let j2 = (k / (src.ne[0] * src.ne[1])) % src.ne[2];
+            let j3 = k / (src.ne[0] * src.ne[1] * src.ne[2]);
+            dst.write_f32(i0, i1, i2, i3, src.read_f32(j0, j1, j2, j3));
+            k += 1;
+        }
+    })
+}

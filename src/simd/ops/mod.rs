@@ -1,0 +1,37 @@
+//! The ops of the SIMD backend: one function per op over `Raw` views, each splitting its output
+//! rows across the thread pool. `supports` answers for exactly what is implemented here.
+
+pub mod elementwise;
+pub mod get_rows;
+pub mod im2col;
+pub mod mul_mat;
+pub mod norm;
+pub mod rope;
+pub mod softmax;
+
+use super::pool::{share, Session};
+use super::tensor::Raw;
+
+/// Runs `f(row)` for every row index in `0..n`, rows split evenly between the pool's threads.
+pub fn for_rows(s: &Session, n: usize, f: impl Fn(usize) + Sync) -> bool {
+    s.run(&|ith, nth| {
+        let (a, b) = share(n, ith, nth);
+        for r in a..b {
+            f(r);
+        }
+    })
+}
+
+/// `ggml_can_repeat(b, a)`: b's shape tiles a's.
+pub fn can_repeat(b: &Raw, a: &Raw) -> bool {
+    (0..4).all(|i| b.ne[i] != 0 && a.ne[i] % b.ne[i] == 0)
+}
+
+pub fn same_shape(a: &Raw, b: &Raw) -> bool {
+    a.ne == b.ne
+}
+
+/// An f32 parameter stored in `op_params[i]`.
+pub fn param_f32(params: &[i32], i: usize) -> f32 {
+    f32::from_bits(params[i] as u32)
+}

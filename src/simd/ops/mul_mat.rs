@@ -1,0 +1,137 @@
+//! MUL_MAT over ggml tensors: `dst[.., j, i] = a[.., i, :] . b[.., j, :]`, with `a` (the weights)
+//! broadcast over `b`'s batch dimensions. The kernels are in `simd::matmul`: dot products over
+//! quantized activations for small batches, dequantized tiles + sgemm for large ones. Work is
+//! split by weight rows (output columns) inside every batch.
+
+use super::{Raw, Session};
+use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, WType, Weights};
+use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::tensor::{F16, F32, Q4_0, Q4_1, Q8_0};
+use parking_lot::Mutex;
+use std::cell::RefCell;
+
+fn wtype(ty: i32) -> Option<WType> {
+    match ty {
+        F32 => Some(WType::F32),
+        F16 => Some(WType::F16),
+        Q4_0 => Some(WType::Q4_0),
+        Q4_1 => Some(WType::Q4_1),
+        Q8_0 => Some(WType::Q8_0),
+        _ => None,
+    }
+}
+
+pub fn supports(d: &Raw, a: &Raw, b: Option<&Raw>) -> bool {
+    let (Some(w), Some(b)) = (wtype(a.ty), b) else { return false };
+    let elem_b = match b.ty {
+        F32 => 4,
+        F16 => 2,
+        _ => return false,
+    };
+    let wt_align = if w == WType::F32 { 4 } else { 2 };
+    a.nb[0] == w.block_bytes()
+        && a.ne[0] % w.block_len() == 0
+        && a.nb[1] % wt_align == 0
+        && b.nb[0] == elem_b
+        && b.ne[0] == a.ne[0]
+        && a.ne[2] > 0
+        && a.ne[3] > 0
+        && b.ne[2] % a.ne[2] == 0
+        && b.ne[3] % a.ne[3] == 0
+        && d.ty == F32
+        && d.nb[0] == 4
+        && d.nb[1] % 4 == 0
+        && d.ne == [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]
+}
+
+thread_local! {
+    /// Per-thread gemm panel, reused across calls (the pool's threads live as long as the backend).
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
+    let w = wtype(a.ty).expect("checked by supports");
+    let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
+    let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
+    let batches: Vec<(usize, usize)> = (0..b.ne[3]).flat_map(|i3| (0..b.ne[2]).map(move |i2| (i2, i3))).collect();
+    if m == 0 || n == 0 || batches.is_empty() {
+        return true;
+    }
+
+    // activations as f32 rows: read in place when they already are, else converted once
+    let direct = b.ty == F32 && b.nb[1] % 4 == 0;
+    let converted: Vec<f32> = if direct {
+        Vec::new()
+    } else {
+        let mut v = vec![0f32; batches.len() * n * k];
+        for (bi, &(i2, i3)) in batches.iter().enumerate() {
+            for j in 0..n {
+                let row = &mut v[(bi * n + j) * k..(bi * n + j + 1) * k];
+                for (i0, x) in row.iter_mut().enumerate() {
+                    *x = if b.ty == F16 {
+                        let p = b.ptr(i0, j, i2, i3) as *const u16;
+                        // SAFETY: element (i0, j, i2, i3) of an allocated F16 tensor.
+                        fp16_to_fp32(unsafe { p.read_unaligned() })
+                    } else {
+                        b.read_f32(i0, j, i2, i3)
+                    };
+                }
+            }
+        }
+        v
+    };
+    let acts_of = |bi: usize| -> Acts<'_> {
+        let (i2, i3) = batches[bi];
+        if direct {
+            let stride = b.nb[1] / 4;
+            Acts::new(b.f32_at(b.offset(0, 0, i2, i3), (n - 1) * stride + k), k, n, stride)
+        } else {
+            Acts::new(&converted[bi * n * k..(bi + 1) * n * k], k, n, k)
+        }
+    };
+    let weights_of = |bi: usize| -> Weights<'_> {
+        let (i2, i3) = batches[bi];
+        let off = a.offset(0, 0, i2 / r2, i3 / r3);
+        Weights::new(a.bytes_at(off, (m - 1) * a.nb[1] + w.row_bytes(k)), w, k, a.nb[1], m)
+    };
+
+    // quantized activations, prepared once per batch before the threads start
+    let quantized: Vec<QuantizedActs> = if matmul::needs_quantized_acts(w, n) {
+        (0..batches.len())
+            .map(|bi| {
+                let mut q = QuantizedActs::new();
+                q.prepare(w, &acts_of(bi));
+                q
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let empty = QuantizedActs::new();
+
+    // every batch's output split into one column view per thread
+    let nth = s.n_threads();
+    let stride = d.nb[1] / 4;
+    let multiple = if matmul::use_gemm(w, n) { matmul::gemm_tile_rows(k) } else { 1 };
+    let parts: Vec<Mutex<Vec<Option<DstView<'_>>>>> = batches
+        .iter()
+        .map(|&(i2, i3)| {
+            let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (n - 1) * stride + m);
+            Mutex::new(DstView::new(full, n, m, stride).split_even(nth, multiple).into_iter().map(Some).collect())
+        })
+        .collect();
+
+    s.run(&|ith, _nth| {
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            for bi in 0..batches.len() {
+                let Some(view) = parts[bi].lock().get_mut(ith).and_then(Option::take) else { continue };
+                if view.weight_rows().is_empty() {
+                    continue;
+                }
+                let q = quantized.get(bi).unwrap_or(&empty);
+                matmul::mul_mat(&weights_of(bi), &acts_of(bi), q, view, &mut scratch);
+            }
+        })
+    })
+}

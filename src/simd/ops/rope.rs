@@ -1,0 +1,96 @@
+//! ROPE (normal and NeoX modes) with YaRN scaling, as ggml computes it: a per-position table of
+//! cos/sin, then rotation of dimension pairs; dimensions past `n_dims` are copied.
+
+use super::{for_rows, param_f32, Raw, Session};
+
+pub const MODE_NEOX: i32 = 2;
+
+pub struct RopeParams {
+    pub n_dims: usize,
+    pub mode: i32,
+    pub n_ctx_orig: i32,
+    pub freq_base: f32,
+    pub freq_scale: f32,
+    pub ext_factor: f32,
+    pub attn_factor: f32,
+    pub beta_fast: f32,
+    pub beta_slow: f32,
+}
+
+impl RopeParams {
+    pub fn from_op_params(p: &[i32]) -> RopeParams {
+        RopeParams {
+            n_dims: p[1].max(0) as usize,
+            mode: p[2],
+            n_ctx_orig: p[4],
+            freq_base: param_f32(p, 5),
+            freq_scale: param_f32(p, 6),
+            ext_factor: param_f32(p, 7),
+            attn_factor: param_f32(p, 8),
+            beta_fast: param_f32(p, 9),
+            beta_slow: param_f32(p, 10),
+        }
+    }
+}
+
+fn corr_dim(n_dims: usize, n_ctx_orig: i32, n_rot: f32, base: f32) -> f32 {
+    n_dims as f32 * (n_ctx_orig as f32 / (n_rot * 2.0 * std::f32::consts::PI)).ln() / (2.0 * base.ln())
+}
+
+fn corr_dims(p: &RopeParams) -> [f32; 2] {
+    let start = corr_dim(p.n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base).floor();
+    let end = corr_dim(p.n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base).ceil();
+    [start.max(0.0), end.min(p.n_dims as f32 - 1.0)]
+}
+
+fn yarn(theta_extrap: f32, p: &RopeParams, corr: &[f32; 2], i0: usize) -> (f32, f32) {
+    let theta_interp = p.freq_scale * theta_extrap;
+    let mut theta = theta_interp;
+    let mut mscale = p.attn_factor;
+    if p.ext_factor != 0.0 {
+        let y = ((i0 / 2) as f32 - corr[0]) / (corr[1] - corr[0]).max(0.001);
+        let ramp = (1.0 - y.clamp(0.0, 1.0)) * p.ext_factor;
+        theta = theta_interp * (1.0 - ramp) + theta_extrap * ramp;
+        mscale *= 1.0 + 0.1 * (1.0 / p.freq_scale).ln();
+    }
+    (theta.cos() * mscale, theta.sin() * mscale)
+}
+
+/// `dst` and `a` are [head_dim, n_head, n_tokens, 1]; `pos` holds one I32 position per token.
+pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, p: &RopeParams) -> bool {
+    let corr = corr_dims(p);
+    let theta_scale = p.freq_base.powf(-2.0 / p.n_dims as f32);
+    let ne0 = a.ne[0];
+    let neox = p.mode & MODE_NEOX != 0;
+    // one task per (token, batch): the cos/sin table depends only on the position
+    let n_tasks = a.ne[2] * a.ne[3];
+    for_rows(s, n_tasks, |t| {
+        let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
+        let position = pos.read_i32(i2, 0, 0, 0) as f32;
+        let mut cache = vec![0f32; ne0 + 1];
+        let mut theta = position;
+        let mut i0 = 0;
+        while i0 < ne0 {
+            let ff = freq_factors.as_ref().map(|f| f.read_f32(i0 / 2, 0, 0, 0)).unwrap_or(1.0);
+            let (c, sn) = yarn(theta / ff, p, &corr, i0);
+            cache[i0] = c;
+            cache[i0 + 1] = sn;
+            theta *= theta_scale;
+            i0 += 2;
+        }
+        for i1 in 0..a.ne[1] {
+            let x = a.row_f32(i1, i2, i3);
+            let d = dst.row_f32_mut(i1, i2, i3);
+            let mut i0 = 0;
+            while i0 < p.n_dims {
+                let (c, sn) = (cache[i0], cache[i0 + 1]);
+                let (j0, j1) = if neox { (i0 / 2, i0 / 2 + p.n_dims / 2) } else { (i0, i0 + 1) };
+                let (x0, x1) = (x[j0], x[j1]);
+                d[j0] = x0 * c - x1 * sn;
+                d[j1] = x0 * sn + x1 * c;
+                i0 += 2;
+            }
+            d[p.n_dims..ne0].copy_from_slice(&x[p.n_dims..ne0]);
+        }
+    })
+}

@@ -1,0 +1,138 @@
+//! Raw views of tensor data for the kernels: shape, strides and rows as slices.
+//!
+//! The executor validates every node before computing it (`supports_op`: types, contiguous rows
+//! where a kernel needs them, an allocated `data`), and splits each node's output rows between
+//! threads so that no two threads write the same row. Under those two rules, handing out row
+//! slices from raw pointers is sound; this module is where that is done.
+
+use crate::abi::{Rev, Tensor};
+
+pub const F32: i32 = 0;
+pub const F16: i32 = 1;
+pub const Q4_0: i32 = 2;
+pub const Q4_1: i32 = 3;
+pub const Q8_0: i32 = 8;
+pub const I32: i32 = 26;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Raw {
+    pub data: *mut u8,
+    pub ne: [usize; 4],
+    pub nb: [usize; 4],
+    pub ty: i32,
+}
+
+// SAFETY: a Raw is an address plus a shape; the executor's row split (see the module doc) keeps
+// concurrent writers apart.
+unsafe impl Send for Raw {}
+// SAFETY: as above.
+unsafe impl Sync for Raw {}
+
+impl Raw {
+    pub fn of<R: Rev>(t: &Tensor<R>) -> Raw {
+        Raw {
+            data: t.data as *mut u8,
+            ne: t.ne.map(|n| n.max(0) as usize),
+            nb: t.nb,
+            ty: t.type_,
+        }
+    }
+
+    pub fn nrows(&self) -> usize {
+        self.ne[1] * self.ne[2] * self.ne[3]
+    }
+
+    pub fn nelements(&self) -> usize {
+        self.ne.iter().product()
+    }
+
+    /// (i1, i2, i3) of row `r` in row-major order.
+    pub fn row_index(&self, r: usize) -> (usize, usize, usize) {
+        let i1 = r % self.ne[1];
+        let i2 = (r / self.ne[1]) % self.ne[2];
+        let i3 = r / (self.ne[1] * self.ne[2]);
+        (i1, i2, i3)
+    }
+
+    pub fn offset(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> usize {
+        i0 * self.nb[0] + i1 * self.nb[1] + i2 * self.nb[2] + i3 * self.nb[3]
+    }
+
+    pub fn ptr(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> *mut u8 {
+        self.data.wrapping_add(self.offset(i0, i1, i2, i3))
+    }
+
+    /// Row (i1, i2, i3) of an F32 tensor with contiguous rows.
+    pub fn row_f32<'a>(&self, i1: usize, i2: usize, i3: usize) -> &'a [f32] {
+        debug_assert!(self.ty == F32 && self.nb[0] == 4);
+        // SAFETY: see the module doc: validated, allocated, in bounds (indices < ne).
+        unsafe { std::slice::from_raw_parts(self.ptr(0, i1, i2, i3) as *const f32, self.ne[0]) }
+    }
+
+    /// Mutable row of an F32 tensor with contiguous rows; the caller owns this row in the split.
+    #[allow(clippy::mut_from_ref)]
+    pub fn row_f32_mut<'a>(&self, i1: usize, i2: usize, i3: usize) -> &'a mut [f32] {
+        debug_assert!(self.ty == F32 && self.nb[0] == 4);
+        // SAFETY: see the module doc; rows are written by exactly one thread.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr(0, i1, i2, i3) as *mut f32, self.ne[0]) }
+    }
+
+    /// The bytes of row (i1, i2, i3) of a tensor whose rows are contiguous (any type).
+    pub fn row_bytes<'a>(&self, i1: usize, i2: usize, i3: usize, len: usize) -> &'a [u8] {
+        // SAFETY: see the module doc; `len` is the row's byte size.
+        unsafe { std::slice::from_raw_parts(self.ptr(0, i1, i2, i3) as *const u8, len) }
+    }
+
+    pub fn read_f32(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> f32 {
+        let p = self.ptr(i0, i1, i2, i3);
+        // SAFETY: see the module doc; F32 / F16 element in bounds.
+        unsafe {
+            match self.ty {
+                F16 => crate::simd::quant::f16::fp16_to_fp32((p as *const u16).read_unaligned()),
+                _ => (p as *const f32).read_unaligned(),
+            }
+        }
+    }
+
+    pub fn write_f32(&self, i0: usize, i1: usize, i2: usize, i3: usize, v: f32) {
+        let p = self.ptr(i0, i1, i2, i3);
+        // SAFETY: see the module doc; this element belongs to the calling thread's rows.
+        unsafe {
+            match self.ty {
+                F16 => (p as *mut u16).write_unaligned(crate::simd::quant::f16::fp32_to_fp16(v)),
+                _ => (p as *mut f32).write_unaligned(v),
+            }
+        }
+    }
+
+    pub fn read_i32(&self, i0: usize, i1: usize, i2: usize, i3: usize) -> i32 {
+        // SAFETY: see the module doc; I32 element in bounds.
+        unsafe { (self.ptr(i0, i1, i2, i3) as *const i32).read_unaligned() }
+    }
+
+    pub fn rows_contiguous(&self, type_size: usize) -> bool {
+        self.nb[0] == type_size
+    }
+}
+
+impl Raw {
+    /// `len` bytes starting `offset` bytes into the data.
+    pub fn bytes_at<'a>(&self, offset: usize, len: usize) -> &'a [u8] {
+        // SAFETY: see the module doc; callers pass ranges inside the tensor's `nbytes`.
+        unsafe { std::slice::from_raw_parts(self.data.add(offset) as *const u8, len) }
+    }
+
+    /// `len` f32 starting `offset` bytes into the data (4-byte aligned, as ggml lays out F32).
+    pub fn f32_at<'a>(&self, offset: usize, len: usize) -> &'a [f32] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.data.add(offset) as *const f32, len) }
+    }
+
+    /// Mutable `len` f32 at `offset`; the caller is the only one to hand out views into this
+    /// range (MUL_MAT splits it into disjoint column views before any thread starts).
+    #[allow(clippy::mut_from_ref)]
+    pub fn f32_at_mut<'a>(&self, offset: usize, len: usize) -> &'a mut [f32] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut(self.data.add(offset) as *mut f32, len) }
+    }
+}
