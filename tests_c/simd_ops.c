@@ -1,0 +1,278 @@
+/*
+ * The SIMD backend op by op against the host's ggml-cpu, for both prefixes (-DTEST_PREFIX_LM /
+ * -DTEST_PREFIX_WSP): every case builds a small graph on random inputs, runs it on both backends
+ * with compare_graph_backend and checks each node's normalized mean squared error
+ * (sum((a-b)^2) / sum(a^2), as ggml's test-backend-ops) against a threshold: 5e-4 for matrix
+ * products with quantized (or F16, see below) weights, 1e-7 for the rest.
+ * Run with GGML_RS_SIMD_PORTABLE=1 too: the same cases on the portable kernels.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-cpu.h"
+#include "ggml-simd.h"
+
+#if defined(TEST_PREFIX_LM)
+#    define G(x) lm_ggml_##x
+#    define C(x) LM_GGML_##x
+#    define PREFIX "lm"
+#    define QUANTIZE_CHUNK lm_ggml_quantize_chunk
+#elif defined(TEST_PREFIX_WSP)
+#    define G(x) wsp_ggml_##x
+#    define C(x) WSP_GGML_##x
+#    define PREFIX "wsp"
+/* whisper.rn's rename script prefixed this one twice */
+#    define QUANTIZE_CHUNK wsp_ggml_wsp_quantize_chunk
+#else
+#    error "define TEST_PREFIX_LM or TEST_PREFIX_WSP"
+#endif
+#define GB(x) G(backend_##x)
+
+typedef struct G(tensor) tensor_t;
+typedef struct G(context) ctx_t;
+
+static int n_cases, n_failed, n_nodes_checked;
+static GB(t) cpu, simd;
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+static float frand(void) {
+    rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
+    return (float) ((rng >> 11) * (1.0 / 9007199254740992.0)) * 2.0f - 1.0f;
+}
+
+static double to_f64(const tensor_t * t, const void * data, size_t i) {
+    if (t->type == C(TYPE_F16)) return G(fp16_to_fp32)(((const G(fp16_t) *) data)[i]);
+    if (t->type == C(TYPE_I32)) return ((const int32_t *) data)[i];
+    return ((const float *) data)[i];
+}
+
+struct stats { const char * name; double max_nmse; double threshold; int bad; };
+
+static bool on_node(int i, tensor_t * t1, tensor_t * t2, void * ud) {
+    struct stats * s = ud;
+    (void) i;
+    if (!G(is_contiguous)(t1) || t1->type == C(TYPE_I32)) return true;
+    size_t n = G(nelements)(t1);
+    size_t bytes = G(nbytes)(t1);
+    void * a = malloc(bytes), * b = malloc(bytes);
+    GB(tensor_get)(t1, a, 0, bytes);
+    GB(tensor_get)(t2, b, 0, bytes);
+    double num = 0, den = 0;
+    for (size_t k = 0; k < n; k++) {
+        double x = to_f64(t1, a, k), y = to_f64(t2, b, k);
+        num += (x - y) * (x - y);
+        den += x * x;
+    }
+    double nmse = den > 0 ? num / den : num;
+    if (!(nmse <= s->threshold)) {
+        fprintf(stderr, "  %s: node '%s' (%s) NMSE %.3g > %.1g\n", s->name, t1->name, G(op_desc)(t1), nmse, s->threshold);
+        s->bad = 1;
+    }
+    if (nmse > s->max_nmse) s->max_nmse = nmse;
+    n_nodes_checked++;
+    free(a); free(b);
+    return true;
+}
+
+static ctx_t * new_ctx(void) {
+    struct G(init_params) p = { 64 * G(tensor_overhead)() + G(graph_overhead)(), NULL, true };
+    return G(init)(p);
+}
+
+static void fill(tensor_t * t, float lo, float hi) {
+    size_t n = G(nelements)(t);
+    if (t->type == C(TYPE_I32)) return;
+    float * v = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * 0.5f * (frand() + 1.0f);
+    if (t->type == C(TYPE_F32)) {
+        GB(tensor_set)(t, v, 0, n * sizeof(float));
+    } else if (t->type == C(TYPE_F16)) {
+        G(fp16_t) * h = malloc(n * sizeof(G(fp16_t)));
+        for (size_t i = 0; i < n; i++) h[i] = G(fp32_to_fp16)(v[i]);
+        GB(tensor_set)(t, h, 0, n * sizeof(G(fp16_t)));
+        free(h);
+    } else {
+        size_t rows = n / t->ne[0];
+        void * q = malloc(G(nbytes)(t));
+        QUANTIZE_CHUNK(t->type, v, q, 0, rows, t->ne[0], NULL);
+        GB(tensor_set)(t, q, 0, G(nbytes)(t));
+        free(q);
+    }
+    free(v);
+}
+
+/* runs `out` (and what it depends on) on both backends; inputs are the graph's leafs */
+static void check(const char * name, ctx_t * ctx, tensor_t * out, double threshold) {
+    n_cases++;
+    struct G(cgraph) * g = G(new_graph)(ctx);
+    G(build_forward_expand)(g, out);
+    GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(ctx, cpu);
+    for (int i = 0; i < G(graph_n_nodes)(g); i++) {
+        tensor_t * n = G(graph_node)(g, i);
+        if (!GB(supports_op)(simd, n)) {
+            fprintf(stderr, "  %s: SIMD does not support node '%s' (%s)\n", name, n->name, G(op_desc)(n));
+            n_failed++;
+            GB(buffer_free)(buf);
+            G(free)(ctx);
+            return;
+        }
+    }
+    /* inputs: every tensor without an op that is not a view */
+    for (tensor_t * t = G(get_first_tensor)(ctx); t; t = G(get_next_tensor)(ctx, t)) {
+        if (t->op == C(OP_NONE) && t->view_src == NULL && t->type != C(TYPE_I32)) fill(t, -1.0f, 1.0f);
+    }
+    struct stats s = { name, 0, threshold, 0 };
+    if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) {
+        fprintf(stderr, "  %s: compare_graph_backend failed\n", name);
+        s.bad = 1;
+    }
+    printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
+    n_failed += s.bad;
+    GB(buffer_free)(buf);
+    G(free)(ctx);
+}
+
+static tensor_t * t4(ctx_t * c, enum G(type) ty, int64_t a, int64_t b, int64_t cc, int64_t d) {
+    return G(new_tensor_4d)(c, ty, a, b, cc, d);
+}
+
+static const double EXACT = 1e-7;
+/* matrix products: ggml-cpu quantizes the activations (Q8_0/Q8_1) or rounds them to F16 for F16
+   weights; SIMD keeps f32 activations on its sgemm path, so the two differ by that rounding */
+static const double MATMUL = 5e-4;
+
+int main(void) {
+    G(cpu_init)();
+    cpu = GB(cpu_init)();
+    simd = GB(simd_init)();
+    if (!simd || !GB(is_simd)(simd)) { fprintf(stderr, "no SIMD backend\n"); return 1; }
+    /* two threads on both, through the proc address the hosts use */
+    GB(set_n_threads_t) set_cpu = (GB(set_n_threads_t)) GB(reg_get_proc_address)(GB(dev_backend_reg)(GB(get_device)(cpu)), PREFIX "_ggml_backend_set_n_threads");
+    GB(set_n_threads_t) set_simd = (GB(set_n_threads_t)) GB(reg_get_proc_address)(GB(simd_reg)(), PREFIX "_ggml_backend_set_n_threads");
+    if (!set_cpu || !set_simd) { fprintf(stderr, "set_n_threads not found\n"); return 1; }
+    set_cpu(cpu, 2);
+    set_simd(simd, 2);
+
+    enum G(type) wtypes[] = { C(TYPE_F32), C(TYPE_F16), C(TYPE_Q4_0), C(TYPE_Q4_1), C(TYPE_Q8_0) };
+    const char * wnames[] = { "f32", "f16", "q4_0", "q4_1", "q8_0" };
+    int64_t shapes[][3] = { {64, 7, 1}, {576, 33, 1}, {576, 33, 17}, {256, 16, 3}, {1536, 40, 64} };
+    char name[128];
+
+    for (int w = 0; w < 5; w++) {
+        for (int s = 0; s < 5; s++) {
+            ctx_t * c = new_ctx();
+            tensor_t * a = t4(c, wtypes[w], shapes[s][0], shapes[s][1], 1, 1);
+            tensor_t * b = t4(c, C(TYPE_F32), shapes[s][0], shapes[s][2], 1, 1);
+            snprintf(name, sizeof name, "mul_mat %s k=%lld m=%lld n=%lld", wnames[w], (long long) shapes[s][0], (long long) shapes[s][1], (long long) shapes[s][2]);
+            check(name, c, G(mul_mat)(c, a, b), w == 0 ? EXACT : MATMUL);
+        }
+        /* broadcast over heads (GQA) and a permuted (non-contiguous) src1 */
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, wtypes[w], 64, 9, 2, 1);
+        tensor_t * q = t4(c, C(TYPE_F32), 64, 6, 5, 1);
+        tensor_t * b = G(permute)(c, q, 0, 2, 1, 3);
+        snprintf(name, sizeof name, "mul_mat %s broadcast, permuted src1", wnames[w]);
+        check(name, c, G(mul_mat)(c, a, b), w == 0 ? EXACT : MATMUL);
+    }
+    {   /* F16 x F16, as whisper's conv (im2col result times kernel) */
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, C(TYPE_F16), 96, 12, 1, 1);
+        tensor_t * b = t4(c, C(TYPE_F16), 96, 20, 1, 1);
+        check("mul_mat f16 x f16", c, G(mul_mat)(c, a, b), MATMUL);
+    }
+
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 33, 7, 3, 2), * b = t4(c, C(TYPE_F32), 33, 1, 3, 1);
+        check("add broadcast", c, G(add)(c, a, b), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 33, 7, 3, 2), * b = t4(c, C(TYPE_F32), 33, 7, 1, 2);
+        check("mul broadcast", c, G(mul)(c, a, b), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1), * b = t4(c, C(TYPE_F32), 17, 5, 1, 1);
+        check("sub", c, G(sub)(c, a, b), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
+        check("scale", c, G(scale)(c, a, 0.37f), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
+        check("sqr", c, G(sqr)(c, a), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
+        check("sqrt of sqr", c, G(sqrt)(c, G(sqr)(c, a)), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1536, 9, 1, 1);
+        check("silu", c, G(silu)(c, G(scale)(c, a, 8.0f)), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1536, 9, 1, 1);
+        check("gelu", c, G(gelu)(c, G(scale)(c, a, 12.0f)), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 7, 2, 1);
+        check("norm", c, G(norm)(c, a, 1e-5f), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 7, 2, 1);
+        check("rms_norm", c, G(rms_norm)(c, a, 1e-5f), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 37, 11, 3, 1);
+        check("soft_max", c, G(soft_max)(c, a), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 11, 9, 1), * m = t4(c, C(TYPE_F32), 64, 16, 1, 1);
+        check("soft_max_ext mask scale", c, G(soft_max_ext)(c, a, m, 0.125f, 0.0f), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 11, 8, 1), * m = t4(c, C(TYPE_F32), 64, 16, 1, 1);
+        check("soft_max_ext alibi", c, G(soft_max_ext)(c, a, m, 0.5f, 8.0f), EXACT); }
+    for (int mode = 0; mode <= 2; mode += 2) {
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, C(TYPE_F32), 64, 9, 7, 1);
+        tensor_t * pos = G(new_tensor_1d)(c, C(TYPE_I32), 7);
+        tensor_t * r = G(rope_ext)(c, a, pos, NULL, 48, mode, 8192, 100000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+        /* positions are set after allocation, so this case runs the comparison itself */
+        snprintf(name, sizeof name, "rope mode %d", mode);
+        n_cases++;
+        struct G(cgraph) * g = G(new_graph)(c);
+        G(build_forward_expand)(g, r);
+        GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(c, cpu);
+        fill(a, -1, 1);
+        int32_t p[7] = { 0, 3, 17, 100, 511, 4000, 9 };
+        GB(tensor_set)(pos, p, 0, sizeof p);
+        struct stats s = { name, 0, EXACT, 0 };
+        if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) s.bad = 1;
+        printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
+        n_failed += s.bad;
+        GB(buffer_free)(buf);
+        G(free)(c);
+    }
+    for (int w = 0; w < 5; w++) {
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, wtypes[w], 64, 20, 1, 1);
+        tensor_t * idx = G(new_tensor_1d)(c, C(TYPE_I32), 5);
+        tensor_t * r = G(get_rows)(c, a, idx);
+        snprintf(name, sizeof name, "get_rows %s", wnames[w]);
+        n_cases++;
+        struct G(cgraph) * g = G(new_graph)(c);
+        G(build_forward_expand)(g, r);
+        GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(c, cpu);
+        fill(a, -1, 1);
+        int32_t ids[5] = { 19, 0, 7, 7, 3 };
+        GB(tensor_set)(idx, ids, 0, sizeof ids);
+        struct stats s = { name, 0, 0.0, 0 };
+        if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) s.bad = 1;
+        printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
+        n_failed += s.bad;
+        GB(buffer_free)(buf);
+        G(free)(c);
+    }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 6, 5, 1), * kv = t4(c, C(TYPE_F16), 64, 6, 5, 1);
+        check("cpy f32->f16", c, G(cpy)(c, a, kv), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F16), 64, 6, 5, 1), * o = t4(c, C(TYPE_F32), 64, 6, 5, 1);
+        check("cpy f16->f32", c, G(cpy)(c, a, o), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 16, 6, 5, 1);
+        check("cont of permuted", c, G(cont)(c, G(permute)(c, a, 0, 2, 1, 3)), EXACT); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 24, 10, 1, 1), * kv = t4(c, C(TYPE_F16), 240, 1, 1, 1);
+        check("cpy transposed into a flat f16", c, G(cpy)(c, G(transpose)(c, a), kv), EXACT); }
+    {   ctx_t * c = new_ctx();
+        tensor_t * k = t4(c, C(TYPE_F16), 3, 80, 64, 1);   /* kernel [K, IC, OC] */
+        tensor_t * x = t4(c, C(TYPE_F32), 300, 80, 1, 1);  /* input [IW, IC, N] */
+        check("im2col 1d (conv_1d)", c, G(im2col)(c, k, x, 1, 0, 1, 0, 1, 0, false, C(TYPE_F16)), EXACT); }
+    {   ctx_t * c = new_ctx();
+        tensor_t * k = t4(c, C(TYPE_F16), 3, 80, 64, 1);
+        tensor_t * x = t4(c, C(TYPE_F32), 300, 80, 1, 1);
+        check("conv_1d stride 2 (im2col + mul_mat f16)", c, G(conv_1d)(c, k, x, 2, 1, 1), MATMUL); }
+
+    GB(free)(simd);
+    GB(free)(cpu);
+    printf("simd_ops %s (%s%s): %d cases, %d nodes compared, %d failed\n", PREFIX, GGML_RS_TEST_MODE,
+           getenv("GGML_RS_SIMD_PORTABLE") ? ", portable kernels" : "", n_cases, n_nodes_checked, n_failed);
+    return n_failed ? 1 : 0;
+}
