@@ -254,3 +254,28 @@ function(ggml_rs_add_host_core_stock prefix)
       GGML_RS_INCLUDE_DIRS "${inc}")
   set(GGML_RS_${P}_STOCK_INCLUDE_DIRS "${inc}" PARENT_SCOPE)
 endfunction()
+
+# ---------------------------------------------------------------------------
+# Core without ggml-cpu (ggml.c, ggml-alloc.c, quants, threading): a C program on this core and
+# the library computes with the library's SIMD backend, which then is the CPU device.
+# ---------------------------------------------------------------------------
+function(ggml_rs_add_host_core_nocpu prefix)
+  string(TOUPPER "${prefix}" P)
+  set(target ${prefix}_core_nocpu)
+  if(TARGET ${target})
+    return()
+  endif()
+  ggml_rs_stage_host(${prefix})
+  set(inc "${GGML_RS_${P}_INCLUDE_DIRS}")
+  if(prefix STREQUAL "lm")
+    set(srcs ggml.c ggml-aarch64.c ggml-alloc.c ggml-threading.cpp ggml-quants.c)
+    set(std 11)
+  else()
+    set(srcs ggml.c ggml-alloc.c ggml-threading.cpp ggml-quants.c gguf.cpp)
+    set(std 17)
+  endif()
+  list(TRANSFORM srcs PREPEND "${GGML_RS_${P}_STAGED_DIR}/")
+  add_library(${target} STATIC ${srcs})
+  _ggml_rs_core_flags(${target} ${std} "")
+  target_include_directories(${target} BEFORE PUBLIC ${inc})
+endfunction()
