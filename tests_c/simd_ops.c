@@ -69,6 +69,12 @@ static bool on_node(int i, tensor_t * t1, tensor_t * t2, void * ud) {
         den += x * x;
     }
     double nmse = den > 0 ? num / den : num;
+    if (getenv("SIMD_OPS_VERBOSE") && num > 0) {
+        for (size_t k = 0; k < n; k++) {
+            double x = to_f64(t1, a, k), y = to_f64(t2, b, k);
+            if (x != y) { fprintf(stderr, "  %s: first difference at element %zu: %.9g vs %.9g\n", s->name, k, x, y); break; }
+        }
+    }
     if (!(nmse <= s->threshold)) {
         fprintf(stderr, "  %s: node '%s' (%s) NMSE %.3g > %.1g\n", s->name, t1->name, G(op_desc)(t1), nmse, s->threshold);
         s->bad = 1;

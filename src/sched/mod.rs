@@ -123,6 +123,10 @@ pub struct Sched<R: Rev> {
     prev_node_backend_ids: Vec<i32>,
     prev_leaf_backend_ids: Vec<i32>,
     pub(crate) alloc_graph: CGraph<R>,
+    /// Which nodes/leafs of the allocator's graph had their own data at the last reserve.
+    /// ggml-alloc plans only the others; if that set changes it must plan again (stock does
+    /// not check, and ggml-alloc then asserts or reads out of bounds).
+    reserved_prealloc: Vec<bool>,
 
     pub(crate) callback: SchedEvalCallback<R>,
     pub(crate) callback_data: *mut c_void,
@@ -207,6 +211,7 @@ impl<R: Rev> Sched<R> {
             prev_node_backend_ids: Vec::new(),
             prev_leaf_backend_ids: Vec::new(),
             alloc_graph: CGraph::zeroed(),
+            reserved_prealloc: Vec::new(),
             callback: None,
             callback_data: std::ptr::null_mut(),
             is_reset: false,
@@ -241,19 +246,33 @@ impl<R: Rev> Sched<R> {
         Ok(())
     }
 
+    /// Per node and leaf of the allocator's graph: does it carry data of its own?
+    fn prealloc_signature(&self) -> Vec<bool> {
+        self.nodes
+            .iter()
+            .chain(self.leafs.iter())
+            .map(|&t| obj(t).is_some_and(|t| !t.data.is_null() || !t.view_src.is_null()))
+            .collect()
+    }
+
+    fn galloc_reserve(&mut self) -> bool {
+        self.reserved_prealloc = self.prealloc_signature();
+        self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids)
+    }
+
     pub fn reserve(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        self.is_alloc = false;
         self.check_size(g)?;
         self.split_graph(g)?;
         self.synchronize();
-        ensure!(
-            self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids),
-            "failed to reserve the compute buffers"
-        );
+        ensure!(self.galloc_reserve(), "failed to reserve the compute buffers");
         self.reset();
         Ok(())
     }
 
     pub fn alloc_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        // a failed allocation must not leave the previous graph's splits marked computable
+        self.is_alloc = false;
         self.check_size(g)?;
         self.split_graph(g)?;
         self.alloc_splits()?;
@@ -268,7 +287,8 @@ impl<R: Rev> Sched<R> {
             })
         };
         let backend_ids_changed = changed(&self.node_backend_ids, &self.prev_node_backend_ids)
-            || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids);
+            || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids)
+            || self.prealloc_signature() != self.reserved_prealloc;
         if backend_ids_changed || !self.galloc.alloc_graph(&mut self.alloc_graph) {
             // a re-allocation may move split inputs: let the backends finish with them first
             // (without sched_synchronize, which could rewind cur_copy)
@@ -277,7 +297,7 @@ impl<R: Rev> Sched<R> {
                     be.synchronize();
                 }
             }
-            self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids);
+            ensure!(self.galloc_reserve(), "failed to reserve the compute buffers");
             ensure!(self.galloc.alloc_graph(&mut self.alloc_graph), "failed to allocate the graph");
         }
         Ok(())

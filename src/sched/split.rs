@@ -72,8 +72,10 @@ impl<R: Rev> Sched<R> {
                 continue;
             }
             let node_backend = self.ids.backend(node);
+            // stock's pass 4 hands a node no backend supports to its consumer's backend, which
+            // then fails (or computes garbage) at compute time: refuse here instead
             ensure!(
-                node_backend != -1,
+                node_backend != -1 && self.supports_op(node_backend as usize, node),
                 "node '{}' ({}) could not be assigned to any backend (no backend supports it)",
                 n.name(),
                 crate::host::op_name::<R>(n.op)

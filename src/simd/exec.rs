@@ -35,8 +35,21 @@ fn f32_rows(t: &Raw) -> bool {
     t.ty == F32 && t.nb[0] == 4
 }
 
+/// Ops to leave to other backends, by ggml op name (`GGML_RS_SIMD_SKIP=MUL_MAT,SOFT_MAX`): for
+/// narrowing down a numerical difference to one op in a real host.
+static SKIP: once_cell::sync::Lazy<Vec<String>> = once_cell::sync::Lazy::new(|| {
+    std::env::var("GGML_RS_SIMD_SKIP").map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
+});
+
 /// True exactly for the (op, types, layout) combinations the kernels implement.
 pub fn supports<R: Rev>(t: &Tensor<R>) -> bool {
+    if !SKIP.is_empty() && SKIP.iter().any(|s| *s == crate::host::op_name::<R>(t.op)) {
+        return false;
+    }
+    supports_kernel(t)
+}
+
+fn supports_kernel<R: Rev>(t: &Tensor<R>) -> bool {
     let o = &R::OPS;
     let op = t.op;
     let d = Raw::of(t);

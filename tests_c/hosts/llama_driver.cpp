@@ -94,13 +94,13 @@ static llama_token argmax(const float * logits, int n_vocab) {
 
 static void usage(const char * argv0) {
     fprintf(stderr,
-            "usage: %s -m MODEL -o OUT [-p N_PROMPT] [-n N_GEN] [-t THREADS] [-c N_CTX] [-u N_UBATCH] [--text] [-v]\n",
+            "usage: %s -m MODEL -o OUT [-p N_PROMPT] [-n N_GEN] [-t THREADS] [-c N_CTX] [-u N_UBATCH] [--text] [--prompt-logits FILE] [-v]\n",
             argv0);
     exit(2);
 }
 
 int main(int argc, char ** argv) {
-    std::string model_path, out_path;
+    std::string model_path, out_path, prompt_logits_path;
     int n_prompt = 100, n_gen = 32, n_threads = 2, n_ctx = 1024, n_ubatch = 512;
     bool print_text = false;
     log_state ls;
@@ -119,6 +119,7 @@ int main(int argc, char ** argv) {
         else if (a == "-c") n_ctx = atoi(next());
         else if (a == "-u") n_ubatch = atoi(next());
         else if (a == "--text") print_text = true;
+        else if (a == "--prompt-logits") prompt_logits_path = next();
         else if (a == "-v") ls.verbose = true;
         else usage(argv[0]);
     }
@@ -188,6 +189,14 @@ int main(int argc, char ** argv) {
     auto t1 = std::chrono::steady_clock::now();
     const float * logits = llama_get_logits_ith(ctx, n_prompt - 1);
     hashes.push_back(fnv1a(logits, sizeof(float) * n_vocab));
+    if (!prompt_logits_path.empty()) {
+        // the logits after the prompt, raw floats (the SIMD backend's end-to-end check)
+        FILE * pf = fopen(prompt_logits_path.c_str(), "wb");
+        if (!pf || fwrite(logits, sizeof(float), n_vocab, pf) != (size_t) n_vocab || fclose(pf) != 0) {
+            fprintf(stderr, "llama_driver: cannot write %s\n", prompt_logits_path.c_str());
+            return 1;
+        }
+    }
     llama_token tok = argmax(logits, n_vocab);
 
     std::string out_text;

@@ -44,7 +44,34 @@ pub fn supports(d: &Raw, a: &Raw, b: Option<&Raw>) -> bool {
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]
 }
 
+/// Rounds activation rows (of `k` values each) as ggml-cpu's vec_dot type for `w` would.
+fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
+    use crate::simd::quant::{f16, q8_0, q8_1, BlockQ8_0, BlockQ8_1};
+    match w {
+        WType::F32 => {}
+        WType::F16 => rows.iter_mut().for_each(|x| *x = f16::fp16_to_fp32(f16::fp32_to_fp16(*x))),
+        WType::Q4_0 | WType::Q8_0 => ROUND_Q8_0.with(|b| {
+            let mut blocks = b.borrow_mut();
+            blocks.resize(k / 32, BlockQ8_0::default());
+            for row in rows.chunks_exact_mut(k) {
+                q8_0::quantize_row(row, &mut blocks);
+                q8_0::dequantize_row(&blocks, row);
+            }
+        }),
+        WType::Q4_1 => ROUND_Q8_1.with(|b| {
+            let mut blocks = b.borrow_mut();
+            blocks.resize(k / 32, BlockQ8_1::default());
+            for row in rows.chunks_exact_mut(k) {
+                q8_1::quantize_row(row, &mut blocks);
+                q8_1::dequantize_row(&blocks, row);
+            }
+        }),
+    }
+}
+
 thread_local! {
+    static ROUND_Q8_0: RefCell<Vec<crate::simd::quant::BlockQ8_0>> = const { RefCell::new(Vec::new()) };
+    static ROUND_Q8_1: RefCell<Vec<crate::simd::quant::BlockQ8_1>> = const { RefCell::new(Vec::new()) };
     /// Per-thread gemm panel, reused across calls (the pool's threads live as long as the backend).
     static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
@@ -58,28 +85,43 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         return true;
     }
 
-    // activations as f32 rows: read in place when they already are, else converted once
-    let direct = b.ty == F32 && b.nb[1] % 4 == 0;
-    let converted: Vec<f32> = if direct {
-        Vec::new()
-    } else {
-        let mut v = vec![0f32; batches.len() * n * k];
-        for (bi, &(i2, i3)) in batches.iter().enumerate() {
-            for j in 0..n {
-                let row = &mut v[(bi * n + j) * k..(bi * n + j + 1) * k];
-                for (i0, x) in row.iter_mut().enumerate() {
-                    *x = if b.ty == F16 {
-                        let p = b.ptr(i0, j, i2, i3) as *const u16;
-                        // SAFETY: element (i0, j, i2, i3) of an allocated F16 tensor.
-                        fp16_to_fp32(unsafe { p.read_unaligned() })
-                    } else {
-                        b.read_f32(i0, j, i2, i3)
-                    };
+    // activations as f32 rows: read in place when they already are, else converted once. On the
+    // sgemm path they are also rounded the way ggml-cpu's dot products see them (Q8_0 / Q8_1
+    // round trip for quantized weights, F16 for F16 weights), so that both backends multiply the
+    // same numbers and differ only in summation order.
+    let round = matmul::use_gemm(w, n) && w != WType::F32;
+    let direct = b.ty == F32 && b.nb[1] % 4 == 0 && !round;
+    let mut converted: Vec<f32> = if direct { Vec::new() } else { vec![0f32; batches.len() * n * k] };
+    if !direct {
+        // rows are converted (and rounded) in parallel, each row by one thread
+        let rows: Vec<Mutex<&mut [f32]>> = converted.chunks_exact_mut(k).map(Mutex::new).collect();
+        let ok = super::for_rows(s, rows.len(), |r| {
+            let (bi, j) = (r / n, r % n);
+            let (i2, i3) = batches[bi];
+            let mut dst = rows[r].lock();
+            match b.ty {
+                F32 if b.nb[0] == 4 => dst.copy_from_slice(b.f32_at(b.offset(0, j, i2, i3), k)),
+                F16 => {
+                    let bytes = b.bytes_at(b.offset(0, j, i2, i3), 2 * k);
+                    for (x, h) in dst.iter_mut().zip(bytes.chunks_exact(2)) {
+                        *x = fp16_to_fp32(u16::from_le_bytes([h[0], h[1]]));
+                    }
+                }
+                _ => {
+                    for (i0, x) in dst.iter_mut().enumerate() {
+                        *x = b.read_f32(i0, j, i2, i3);
+                    }
                 }
             }
+            if round {
+                round_like_ggml(w, &mut dst, k);
+            }
+        });
+        if !ok {
+            return false;
         }
-        v
-    };
+    }
+    let converted = converted;
     let acts_of = |bi: usize| -> Acts<'_> {
         let (i2, i3) = batches[bi];
         if direct {

@@ -86,8 +86,10 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
                 let (c, sn) = (cache[i0], cache[i0 + 1]);
                 let (j0, j1) = if neox { (i0 / 2, i0 / 2 + p.n_dims / 2) } else { (i0, i0 + 1) };
                 let (x0, x1) = (x[j0], x[j1]);
-                d[j0] = x0 * c - x1 * sn;
-                d[j1] = x0 * sn + x1 * c;
+                // the fused forms a C compiler contracts ggml's `x0*c - x1*s` / `x0*s + x1*c` to
+                // when FMA is available (GCC and clang do by default): same bits as ggml-cpu
+                d[j0] = x0.mul_add(c, -(x1 * sn));
+                d[j1] = x0.mul_add(sn, x1 * c);
                 i0 += 2;
             }
             d[p.n_dims..ne0].copy_from_slice(&x[p.n_dims..ne0]);

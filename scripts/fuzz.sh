@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Bounded fuzzing of ggml-backend-rs with libFuzzer + AddressSanitizer, on stable Rust.
+#
+#   bash scripts/fuzz.sh [seconds]      (default 120; split evenly between the lm_ and wsp_ harness)
+#
+# What it does:
+#   1. makes sure clang and its fuzzer/ASan runtime are installed (apt-get, only when missing);
+#   2. builds the library as a static archive with SanitizerCoverage (-Cpasses=sancov-module,
+#      stable rustc flags) plus debug assertions and overflow checks, into target/fuzz; the Rust
+#      code is not ASan-instrumented (that needs nightly), but every malloc/free/memcpy it does
+#      goes through ASan's interceptors, and the host core and the harness are fully instrumented;
+#   3. configures $FUZZ_BUILD_DIR (default build-fuzz) with clang and -DGGML_RS_FUZZ=ON and builds
+#      fuzz_lm / fuzz_wsp (tests_c/fuzz/fuzz.c over ASan copies of the host cores);
+#   4. runs each harness for its share of the time over the committed seed corpus
+#      (tests_c/fuzz/corpus, read-only) plus a scratch corpus in the build dir, then replays the
+#      seed corpus once more.
+# Exit status: 0 when nothing was found; non-zero on a crash, an ASan/LSan report, a panic caught
+# by the library or a wrong result (the reproducer is written to $FUZZ_BUILD_DIR/artifacts/ and
+# named in the output; replay it with `$FUZZ_BUILD_DIR/tests_c/fuzz_<p> <file>`).
+#
+# Environment: FUZZ_BUILD_DIR, FUZZ_JOBS (build jobs, default 2), FUZZ_EXTRA_ARGS (more libFuzzer
+# flags), FUZZ_PREFIXES (default "lm wsp").
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+SECONDS_TOTAL="${1:-120}"
+BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
+JOBS="${FUZZ_JOBS:-2}"
+PREFIXES="${FUZZ_PREFIXES:-lm wsp}"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+SUDO=""
+if [[ "$(id -u)" -ne 0 ]] && command -v sudo >/dev/null 2>&1; then
+  SUDO="sudo"
+fi
+apt_install() {
+  echo "fuzz.sh: apt-get install $*"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+# --- 1. clang with libFuzzer and ASan ----------------------------------------------------------
+if ! command -v clang >/dev/null 2>&1 || ! command -v clang++ >/dev/null 2>&1; then
+  apt_install clang
+fi
+probe_dir="$(mktemp -d)"
+trap 'rm -rf "$probe_dir"' EXIT
+echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void) d; (void) n; return 0; }' > "$probe_dir/p.c"
+if ! clang -fsanitize=fuzzer,address "$probe_dir/p.c" -o "$probe_dir/p" >/dev/null 2>&1; then
+  ver="$(clang -dumpversion | cut -d. -f1)"
+  apt_install "libclang-rt-${ver}-dev" || apt_install "libclang-common-${ver}-dev"
+  clang -fsanitize=fuzzer,address "$probe_dir/p.c" -o "$probe_dir/p"
+fi
+
+# --- 2. the library with coverage instrumentation ------------------------------------------------
+HOST_TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
+FUZZ_TARGET_DIR="$ROOT/target/fuzz"
+echo "fuzz.sh: building the sancov-instrumented library (target/fuzz)"
+RUSTFLAGS="-Cpasses=sancov-module \
+ -Cllvm-args=-sanitizer-coverage-level=4 \
+ -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
+ -Cllvm-args=-sanitizer-coverage-pc-table \
+ -Cllvm-args=-sanitizer-coverage-trace-compares \
+ -Cdebug-assertions=on -Coverflow-checks=on -Cforce-frame-pointers=yes" \
+  cargo rustc --release --quiet --lib --crate-type staticlib \
+    --target "$HOST_TRIPLE" --target-dir "$FUZZ_TARGET_DIR"
+LIB="$FUZZ_TARGET_DIR/$HOST_TRIPLE/release/libggml_backend_rs.a"
+test -f "$LIB"
+
+# --- 3. the harnesses --------------------------------------------------------------------------
+if [[ ! -d .cache/hosts/lm/package || ! -d .cache/hosts/wsp/package ]]; then
+  bash scripts/fetch-hosts.sh
+fi
+GEN=()
+if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
+cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+  -DGGML_RS_FUZZ=ON -DGGML_RS_FUZZ_LIB="$LIB" \
+  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_HOST_TESTS=OFF >/dev/null
+targets=()
+for p in $PREFIXES; do targets+=("fuzz_$p"); done
+cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"
+
+# --- 4. fuzz -------------------------------------------------------------------------------------
+n_prefixes=$(wc -w <<<"$PREFIXES")
+per=$(( SECONDS_TOTAL / n_prefixes ))
+(( per >= 1 )) || per=1
+mkdir -p "$BUILD/artifacts"
+# allocator_may_return_null: impossible buffer sizes must come back as NULL, as they do without ASan
+export ASAN_OPTIONS="${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1:abort_on_error=0:symbolize=1}"
+status=0
+summary=()
+for p in $PREFIXES; do
+  exe="$BUILD/tests_c/fuzz_$p"
+  scratch="$BUILD/corpus-$p"
+  mkdir -p "$scratch"
+  log="$BUILD/fuzz-$p.log"
+  echo "fuzz.sh: fuzz_$p for ${per}s (log: $log)"
+  set +e
+  # shellcheck disable=SC2086
+  "$exe" -max_total_time="$per" -timeout=20 -rss_limit_mb=4096 -max_len=4096 \
+    -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$p-" ${FUZZ_EXTRA_ARGS:-} \
+    "$scratch" tests_c/fuzz/corpus >"$log" 2>&1
+  rc=$?
+  set -e
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+  eps=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
+  cov=$(grep -Eo 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -n1 || true)
+  if (( rc != 0 )); then
+    status=1
+    echo "fuzz.sh: fuzz_$p FOUND A PROBLEM (exit $rc):"
+    grep -E 'ERROR: |SUMMARY: |fuzz: |Test unit written|panicked|internal error' "$log" | head -n 20 || true
+    tail -n 40 "$log"
+  fi
+  summary+=("fuzz_$p: ${execs:-?} executions in ${per}s (${eps:-?} exec/s), ${cov:-cov ?}, exit $rc")
+  # the committed seeds, once more, as a regression run
+  set +e
+  "$exe" -runs=0 tests_c/fuzz/corpus >"$BUILD/replay-$p.log" 2>&1
+  rrc=$?
+  set -e
+  if (( rrc != 0 )); then
+    status=1
+    echo "fuzz.sh: replaying the seed corpus with fuzz_$p failed:"
+    tail -n 40 "$BUILD/replay-$p.log"
+  fi
+done
+for line in "${summary[@]}"; do echo "fuzz.sh: $line"; done
+if (( status == 0 )); then
+  echo "fuzz.sh: no crash, no sanitizer report"
+fi
+exit $status

@@ -1,0 +1,102 @@
+# robustness.cmake -- issue 5, "never take the app down": concurrency, bad input, valgrind,
+# fuzzing. Included by tests_c/CMakeLists.txt (after the host cores and the C test helpers).
+#
+#   threads_<p>_<mode>      tests_c/threads.c: registry first use from 8 threads, 4 schedulers on
+#                           4 threads with shared weights, events across two streams/threads
+#   bad_input_<p>_<mode>    tests_c/bad_input.c: the rows of docs/bad-input.md that conformance.c
+#                           and sched.c do not cover
+#   fuzz_replay_<p>         tests_c/fuzz/fuzz.c + replay_main.c (any compiler, static mode): the
+#                           committed corpus replayed once (ctest: fuzz_replay_<p>)
+#   valgrind                scripts/valgrind.sh <build dir> (label valgrind): memcheck over the
+#                           conformance / sched / bad_input / fuzz replay tests, helgrind over threads
+#   fuzz                    scripts/fuzz.sh 60 (label fuzz): libFuzzer + ASan in its own clang
+#                           build dir (build-fuzz)
+#
+# With -DGGML_RS_FUZZ=ON (clang only; scripts/fuzz.sh configures that build) the libFuzzer
+# harnesses fuzz_lm / fuzz_wsp are defined instead, over ASan-instrumented copies of the host cores
+# and the library given by GGML_RS_FUZZ_LIB.
+
+option(GGML_RS_VALGRIND_TEST "Register the valgrind ctest (scripts/valgrind.sh)" ON)
+option(GGML_RS_FUZZ_TEST "Register the bounded fuzzing ctest (scripts/fuzz.sh, builds with clang)" ON)
+set(GGML_RS_FUZZ_TEST_SECONDS 60 CACHE STRING "Fuzzing time of the 'fuzz' ctest (split between lm and wsp)")
+option(GGML_RS_FUZZ "Build the libFuzzer harnesses (clang; see scripts/fuzz.sh)" OFF)
+set(GGML_RS_FUZZ_LIB "${GGML_RS_STATIC_LIB}" CACHE FILEPATH
+    "libggml_backend_rs.a the fuzz harnesses link (scripts/fuzz.sh passes a sancov-instrumented one)")
+
+set(_rob_dir "${CMAKE_CURRENT_LIST_DIR}")
+
+if(NOT GGML_RS_FUZZ)
+  # -------------------------------------------------------------------- concurrency, bad input
+  ggml_rs_add_c_test_both(threads threads.c)
+  ggml_rs_add_c_test_both(bad_input bad_input.c)
+  foreach(_p lm wsp)
+    foreach(_mode IN LISTS GGML_RS_TEST_MODES)
+      # results are compared bit for bit with plain float operations: no contraction into FMA
+      target_compile_options(threads_${_p}_${_mode} PRIVATE -ffp-contract=off)
+      set_property(TEST threads_${_p}_${_mode} APPEND PROPERTY LABELS threads)
+      set_property(TEST bad_input_${_p}_${_mode} APPEND PROPERTY LABELS bad_input)
+    endforeach()
+  endforeach()
+
+  # -------------------------------------------------------------------- fuzz corpus replay
+  foreach(_p lm wsp)
+    string(TOUPPER ${_p} _P)
+    set(_exe fuzz_replay_${_p})
+    add_executable(${_exe} fuzz/fuzz.c fuzz/replay_main.c)
+    set_target_properties(${_exe} PROPERTIES LINKER_LANGUAGE CXX)
+    target_compile_definitions(${_exe} PRIVATE TEST_PREFIX_${_P} GGML_RS_TEST_MODE="static")
+    target_compile_options(${_exe} PRIVATE -ffp-contract=off)
+    target_link_libraries(${_exe} PRIVATE
+        -Wl,--start-group
+        -Wl,--whole-archive ${_p}_core_static -Wl,--no-whole-archive
+        ggml_backend_rs::static
+        -Wl,--end-group
+        pthread dl m stdc++)
+    add_test(NAME ${_exe} COMMAND ${_exe} "${_rob_dir}/fuzz/corpus")
+    set_tests_properties(${_exe} PROPERTIES TIMEOUT 600 LABELS "${_p};static;fuzz_replay")
+  endforeach()
+
+  # -------------------------------------------------------------------- valgrind
+  if(GGML_RS_VALGRIND_TEST)
+    add_test(NAME valgrind
+             COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/valgrind.sh" "${CMAKE_BINARY_DIR}")
+    set_tests_properties(valgrind PROPERTIES TIMEOUT 3600 LABELS valgrind)
+  endif()
+
+  # -------------------------------------------------------------------- fuzzing (own clang build)
+  if(GGML_RS_FUZZ_TEST)
+    add_test(NAME fuzz
+             COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" ${GGML_RS_FUZZ_TEST_SECONDS})
+    set_tests_properties(fuzz PROPERTIES TIMEOUT 2400 LABELS fuzz RUN_SERIAL TRUE)
+  endif()
+else()
+  # -------------------------------------------------------------------- libFuzzer build (clang)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "GGML_RS_FUZZ needs clang (-fsanitize=fuzzer); configure with CC=clang CXX=clang++")
+  endif()
+  set(_asan -fsanitize=address -fno-omit-frame-pointer -g)
+  foreach(_p lm wsp)
+    string(TOUPPER ${_p} _P)
+    # the host core again, instrumented (ASan + coverage), from the staged sources
+    _ggml_rs_host_sources(${_p} _srcs _defs _std _subdirs)
+    list(TRANSFORM _srcs PREPEND "${GGML_RS_${_P}_STAGED_DIR}/")
+    add_library(${_p}_core_fuzz STATIC EXCLUDE_FROM_ALL ${_srcs})
+    _ggml_rs_core_flags(${_p}_core_fuzz ${_std} "${_defs}")
+    target_include_directories(${_p}_core_fuzz BEFORE PUBLIC ${GGML_RS_${_P}_INCLUDE_DIRS})
+    target_compile_options(${_p}_core_fuzz PRIVATE ${_asan} -fsanitize=fuzzer-no-link)
+
+    add_executable(fuzz_${_p} EXCLUDE_FROM_ALL fuzz/fuzz.c)
+    set_target_properties(fuzz_${_p} PROPERTIES LINKER_LANGUAGE CXX)
+    target_compile_definitions(fuzz_${_p} PRIVATE TEST_PREFIX_${_P})
+    target_compile_options(fuzz_${_p} PRIVATE ${_asan} -fsanitize=fuzzer -ffp-contract=off)
+    target_link_options(fuzz_${_p} PRIVATE -fsanitize=address,fuzzer)
+    target_link_libraries(fuzz_${_p} PRIVATE
+        -Wl,--start-group
+        -Wl,--whole-archive ${_p}_core_fuzz -Wl,--no-whole-archive
+        "${GGML_RS_FUZZ_LIB}"
+        -Wl,--end-group
+        pthread dl m stdc++)
+  endforeach()
+  add_custom_target(fuzz_all DEPENDS fuzz_lm fuzz_wsp)
+endif()
+unset(_rob_dir)
