@@ -52,7 +52,8 @@ if(NOT GGML_RS_FUZZ)
         ggml_backend_rs::static
         -Wl,--end-group
         pthread dl m stdc++)
-    add_test(NAME ${_exe} COMMAND ${_exe} "${_rob_dir}/fuzz/corpus")
+    # the corpus, and the reproducers of the bugs the fuzzer found (fixed; kept as regressions)
+    add_test(NAME ${_exe} COMMAND ${_exe} "${_rob_dir}/fuzz/corpus" "${_rob_dir}/fuzz/crashes")
     set_tests_properties(${_exe} PROPERTIES TIMEOUT 600 LABELS "${_p};static;fuzz_replay")
   endforeach()
 
