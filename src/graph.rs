@@ -19,8 +19,9 @@ struct Copier<'a, R: Rev> {
     core: &'a CoreFns<R>,
     ctx_allocated: *mut c_void,
     ctx_unallocated: *mut c_void,
-    copies: PtrMap<*mut Tensor<R>>,
-    init: PtrMap<()>,
+    /// original address -> copy address
+    copies: PtrMap<usize>,
+    init: PtrMap<bool>,
 }
 
 fn require<T: Copy>(f: Option<T>, name: &str, prefix: &str) -> Result<T> {
@@ -32,11 +33,11 @@ fn require<T: Copy>(f: Option<T>, name: &str, prefix: &str) -> Result<T> {
 
 /// Distinct tensors reachable from the graph's nodes (through sources and view sources).
 fn count_tensors<R: Rev>(g: &CGraph<R>) -> usize {
-    let mut seen: PtrMap<()> = PtrMap::default();
+    let mut seen: PtrMap<bool> = PtrMap::default();
     let mut stack: Vec<*mut Tensor<R>> = g.nodes().to_vec();
     while let Some(t) = stack.pop() {
         let Some(tr) = obj(t) else { continue };
-        if seen.insert(t as usize, ()).is_some() {
+        if seen.insert(t as usize, true).is_some() {
             continue;
         }
         stack.extend(tr.src.iter().copied().filter(|p| !p.is_null()));
@@ -51,15 +52,15 @@ impl<R: Rev> Copier<'_, R> {
     /// Duplicates `src` (and what it reads) into the copy's contexts: tensors with data of their
     /// own go to the context that gets allocated on the target backend, views to the other.
     fn dup(&mut self, src: *mut Tensor<R>) -> Result<*mut Tensor<R>> {
-        if let Some(&c) = self.copies.get(&(src as usize)) {
-            return Ok(c);
+        if let Some(c) = self.copies.get(src as usize) {
+            return Ok(c as *mut Tensor<R>);
         }
         let s = obj(src).unwrap();
         let ctx = if !s.data.is_null() && s.view_src.is_null() { self.ctx_allocated } else { self.ctx_unallocated };
         // SAFETY: ctx is a live context with room for every reachable tensor (see count_tensors).
         let dst = unsafe { (self.core.dup_tensor.unwrap())(ctx, s) };
         ensure!(!dst.is_null(), "out of context memory while copying the graph");
-        self.copies.insert(src as usize, dst);
+        self.copies.insert(src as usize, dst as usize);
         let view_src = if s.view_src.is_null() { std::ptr::null_mut() } else { self.dup(s.view_src)? };
         let name = CString::new(s.name()).unwrap_or_default();
         // SAFETY: dst is a live tensor; name a C string (ggml truncates it to GGML_MAX_NAME).
@@ -82,11 +83,12 @@ impl<R: Rev> Copier<'_, R> {
 
     /// Gives each copy its data: views are re-pointed, the rest copied from the original.
     fn init(&mut self, src: *mut Tensor<R>) -> Result<()> {
-        if self.init.insert(src as usize, ()).is_some() {
+        if self.init.insert(src as usize, true).is_some() {
             return Ok(());
         }
         let s = obj(src).unwrap();
-        let dst = self.copies[&(src as usize)];
+        let dst = self.copies.get(src as usize).unwrap_or(0) as *mut Tensor<R>;
+        ensure!(!dst.is_null(), "tensor '{}' was not copied", s.name());
         if !obj(dst).unwrap().view_src.is_null() {
             self.init(s.view_src)?;
             let st = crate::buffer::view_init(dst)?;
@@ -161,7 +163,7 @@ pub fn graph_copy<R: Rev>(backend: &Backend<R>, g: &CGraph<R>) -> Result<GraphCo
         return fail("failed to allocate the copied graph".into());
     };
     for (i, &node) in g.nodes().iter().enumerate() {
-        gcr.set_node(i, cp.copies[&(node as usize)]);
+        gcr.set_node(i, cp.copies.get(node as usize).unwrap_or(0) as *mut Tensor<R>);
     }
     gcr.n_nodes = g.n_nodes;
     Ok(GraphCopy { buffer, ctx_allocated: ca, ctx_unallocated: cu, graph: gc })

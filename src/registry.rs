@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::loader::DlHandle;
 use crate::{bail, ensure};
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::ffi::c_char;
 
 struct Entry<R: Rev> {
@@ -27,6 +28,9 @@ struct State<R: Rev> {
 
 pub struct Registry<R: Rev> {
     state: Mutex<State<R>>,
+    /// mirrors of the list lengths, read without the lock (hosts ask for the counts in hot loops)
+    n_regs: AtomicUsize,
+    n_devs: AtomicUsize,
 }
 
 /// Asks a reg for its devices (foreign calls, made before taking the lock).
@@ -73,7 +77,8 @@ impl<R: Rev> Registry<R> {
             // no ggml-cpu linked: SIMD is the CPU device, so init_best() and the scheduler work
             add_simd(&mut state, DEV_TYPE_CPU);
         }
-        Registry { state: Mutex::new(state) }
+        let (n_regs, n_devs) = (AtomicUsize::new(state.backends.len()), AtomicUsize::new(state.devices.len()));
+        Registry { state: Mutex::new(state), n_regs, n_devs }
     }
 
     fn add(&self, reg: *mut Reg<R>, handle: Option<DlHandle>) -> Result<()> {
@@ -82,6 +87,7 @@ impl<R: Rev> Registry<R> {
         let mut st = self.state.lock();
         st.backends.push(Entry { reg: Ptr(reg), handle });
         st.devices.extend(devs);
+        self.publish(&st);
         Ok(())
     }
 
@@ -95,7 +101,9 @@ impl<R: Rev> Registry<R> {
 
     pub fn register_device(&self, dev: *mut Device<R>) -> Result<()> {
         ensure!(!dev.is_null(), "device is NULL");
-        self.state.lock().devices.push(Ptr(dev));
+        let mut st = self.state.lock();
+        st.devices.push(Ptr(dev));
+        self.publish(&st);
         Ok(())
     }
 
@@ -105,14 +113,21 @@ impl<R: Rev> Registry<R> {
             let mut st = self.state.lock();
             let Some(pos) = st.backends.iter().position(|e| e.reg.0 == reg) else { return false };
             st.devices.retain(|d| obj(d.0).map(|d| d.reg) != Some(reg));
-            st.backends.remove(pos)
+            let removed = st.backends.remove(pos);
+            self.publish(&st);
+            removed
         };
         drop(removed); // dlclose outside the lock
         true
     }
 
+    fn publish(&self, st: &State<R>) {
+        self.n_regs.store(st.backends.len(), Ordering::Release);
+        self.n_devs.store(st.devices.len(), Ordering::Release);
+    }
+
     pub fn reg_count(&self) -> usize {
-        self.state.lock().backends.len()
+        self.n_regs.load(Ordering::Acquire)
     }
 
     pub fn reg_get(&self, index: usize) -> Result<*mut Reg<R>> {
@@ -124,7 +139,7 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn dev_count(&self) -> usize {
-        self.state.lock().devices.len()
+        self.n_devs.load(Ordering::Acquire)
     }
 
     pub fn dev_get(&self, index: usize) -> Result<*mut Device<R>> {

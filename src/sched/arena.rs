@@ -6,7 +6,7 @@ use crate::sched::tensor_map::PtrMap;
 
 pub struct Arena<R: Rev> {
     tensors: Vec<Box<Tensor<R>>>,
-    owned: PtrMap<()>,
+    owned: PtrMap<bool>,
 }
 
 /// Writes `name` into a tensor's fixed-size name field, truncated like `snprintf`.
@@ -48,14 +48,14 @@ impl<R: Rev> Arena<R> {
     }
 
     pub fn owns(&self, t: *const Tensor<R>) -> bool {
-        self.owned.contains_key(&(t as usize))
+        self.owned.contains_key(t as usize)
     }
 
     fn push(&mut self, t: Tensor<R>) -> *mut Tensor<R> {
         let mut b = Box::new(t);
         let p: *mut Tensor<R> = &mut *b;
         self.tensors.push(b);
-        self.owned.insert(p as usize, ());
+        self.owned.insert(p as usize, true);
         p
     }
 

@@ -181,13 +181,51 @@ impl<R: Rev> Sched<R> {
         }
     }
 
+    /// With one backend (the common CPU-only app) passes 1-4 can only end with everything on it:
+    /// assign directly, checking what stock's passes would have rejected (a pre-allocated tensor
+    /// in a buffer the backend cannot use, an op it cannot run).
+    pub(super) fn assign_single_backend(&mut self, g: &CGraph<R>) -> Result<()> {
+        self.unchecked.clear();
+        for &leaf in g.leafs() {
+            let l = obj(leaf).unwrap();
+            if let Some(buf) = obj(l.data_buffer()) {
+                if !self.supports_buft(0, buf.buft) {
+                    bail!(
+                        "pre-allocated tensor '{}' in a buffer ({}) the backend cannot use",
+                        l.name(),
+                        crate::abi::vtable::cstr(buf.buft()?.name()?)
+                    );
+                }
+            }
+            self.ids.set_backend(leaf, 0);
+        }
+        for &node in g.nodes() {
+            let n = obj(node).unwrap();
+            if self.ids.backend(node) == -1 {
+                self.ids.set_backend(node, 0);
+                if !is_view_op::<R>(n.op) {
+                    // split_at_backend_change checks these against supports_op
+                    self.unchecked.insert(node as usize, true);
+                }
+            }
+            for &src in n.src.iter() {
+                if !src.is_null() && self.ids.backend(src) == -1 {
+                    self.ids.set_backend(src, 0);
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Pass 4: views follow their source; sources still unassigned follow their consumer.
     pub(super) fn assign_remaining_srcs(&mut self, g: &CGraph<R>) {
+        self.unchecked.clear();
         for &node in g.nodes() {
             let n = obj(node).unwrap();
             if !n.view_src.is_null() && self.ids.backend(node) == -1 {
                 let id = self.ids.backend(n.view_src);
                 self.ids.set_backend(node, id);
+                self.unchecked.insert(node as usize, true);
             }
             let cur = self.ids.backend(node);
             for &src in n.src.iter() {
@@ -195,6 +233,7 @@ impl<R: Rev> Sched<R> {
                 if self.ids.backend(src) == -1 {
                     let id = if !s.view_src.is_null() { self.ids.backend(s.view_src) } else { cur };
                     self.ids.set_backend(src, id);
+                    self.unchecked.insert(src as usize, true);
                 }
             }
         }

@@ -28,10 +28,14 @@ impl<R: Rev> Sched<R> {
         self.is_reset = false;
         self.arena.clear();
 
-        self.assign_from_buffers(g)?;
-        self.expand_assignments(g);
-        self.upgrade_to_higher_priority(g);
-        self.assign_remaining_srcs(g);
+        if self.backends.len() == 1 {
+            self.assign_single_backend(g)?;
+        } else {
+            self.assign_from_buffers(g)?;
+            self.expand_assignments(g);
+            self.upgrade_to_higher_priority(g);
+            self.assign_remaining_srcs(g);
+        }
         self.split_at_backend_change(g)?;
         if self.debug > 0 {
             self.print_assignments(g);
@@ -73,9 +77,11 @@ impl<R: Rev> Sched<R> {
             }
             let node_backend = self.ids.backend(node);
             // stock's pass 4 hands a node no backend supports to its consumer's backend, which
-            // then fails (or computes garbage) at compute time: refuse here instead
+            // then fails (or computes garbage) at compute time: refuse here instead (passes 1-3
+            // only assign backends that support the node, so only pass 4's choices are checked)
             ensure!(
-                node_backend != -1 && self.supports_op(node_backend as usize, node),
+                node_backend != -1
+                    && (!self.unchecked.contains_key(node as usize) || self.supports_op(node_backend as usize, node)),
                 "node '{}' ({}) could not be assigned to any backend (no backend supports it)",
                 n.name(),
                 crate::host::op_name::<R>(n.op)

@@ -1,30 +1,108 @@
 //! Per-tensor scheduler state keyed by tensor address: the backend a tensor is assigned to and the
-//! copies made of it for other backends (one per pipeline copy). Stock keeps this in a fixed-size
-//! open-addressing hash set sized from `graph_size`; a growable map has no such limit, and the
-//! size check is done explicitly where stock asserts.
+//! copies made of it for other backends (one per pipeline copy).
+//!
+//! The scheduler looks tensors up thousands of times per graph, so the table is a flat
+//! open-addressing one (like ggml's hash set, but growable: no fixed `graph_size` limit here;
+//! the size check is done explicitly where stock asserts).
 
 use crate::abi::{Rev, Tensor};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
-/// Tensor addresses are already well spread; a multiply-shift is all the hashing they need.
-#[derive(Default)]
-pub struct PtrHasher(u64);
-impl Hasher for PtrHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.0 = ((n as u64) >> 4).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+/// Open addressing with linear probing over tensor addresses (never 0).
+pub struct PtrMap<V: Copy + Default> {
+    keys: Vec<usize>,
+    vals: Vec<V>,
+    len: usize,
+}
+
+impl<V: Copy + Default> Default for PtrMap<V> {
+    fn default() -> Self {
+        Self::with_capacity(16)
     }
 }
 
-pub type PtrMap<V> = HashMap<usize, V, BuildHasherDefault<PtrHasher>>;
+impl<V: Copy + Default> PtrMap<V> {
+    pub fn with_capacity(n: usize) -> Self {
+        let cap = (n.max(8) * 2).next_power_of_two();
+        PtrMap { keys: vec![0; cap], vals: vec![V::default(); cap], len: 0 }
+    }
+
+    #[inline]
+    fn slot(&self, k: usize) -> usize {
+        // addresses are 16-byte aligned at least: drop those bits, then spread
+        let h = ((k >> 4) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> 32) as usize & (self.keys.len() - 1)
+    }
+
+    #[inline]
+    pub fn get(&self, k: usize) -> Option<V> {
+        let mask = self.keys.len() - 1;
+        let mut i = self.slot(k);
+        loop {
+            let kk = self.keys[i];
+            if kk == k {
+                return Some(self.vals[i]);
+            }
+            if kk == 0 {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    pub fn contains_key(&self, k: usize) -> bool {
+        k != 0 && self.get(k).is_some()
+    }
+
+    /// Inserts or overwrites; returns the previous value.
+    pub fn insert(&mut self, k: usize, v: V) -> Option<V> {
+        debug_assert!(k != 0);
+        if (self.len + 1) * 2 > self.keys.len() {
+            self.grow();
+        }
+        let mask = self.keys.len() - 1;
+        let mut i = self.slot(k);
+        loop {
+            let kk = self.keys[i];
+            if kk == k {
+                return Some(std::mem::replace(&mut self.vals[i], v));
+            }
+            if kk == 0 {
+                self.keys[i] = k;
+                self.vals[i] = v;
+                self.len += 1;
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn grow(&mut self) {
+        let cap = self.keys.len() * 2;
+        let old_k = std::mem::replace(&mut self.keys, vec![0; cap]);
+        let old_v = std::mem::replace(&mut self.vals, vec![V::default(); cap]);
+        self.len = 0;
+        for (k, v) in old_k.into_iter().zip(old_v) {
+            if k != 0 {
+                self.insert(k, v);
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        if self.len > 0 {
+            self.keys.iter_mut().for_each(|k| *k = 0);
+            self.len = 0;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
 
 pub struct TensorMap<R: Rev> {
     slot: PtrMap<u32>,
@@ -37,9 +115,13 @@ pub struct TensorMap<R: Rev> {
 
 impl<R: Rev> TensorMap<R> {
     pub fn new(n_backends: usize, n_copies: usize, capacity: usize) -> Self {
-        let mut slot = PtrMap::default();
-        slot.reserve(capacity);
-        TensorMap { slot, backend: Vec::with_capacity(capacity), copies: Vec::new(), stride: n_backends * n_copies, n_copies }
+        TensorMap {
+            slot: PtrMap::with_capacity(capacity),
+            backend: Vec::with_capacity(capacity),
+            copies: Vec::new(),
+            stride: n_backends * n_copies,
+            n_copies,
+        }
     }
 
     pub fn clear(&mut self) {
@@ -49,21 +131,23 @@ impl<R: Rev> TensorMap<R> {
     }
 
     fn slot_of(&mut self, t: *const Tensor<R>) -> usize {
-        let next = self.backend.len() as u32;
-        let s = *self.slot.entry(t as usize).or_insert(next) as usize;
-        if s == self.backend.len() {
-            self.backend.push(-1);
-            self.copies.extend(std::iter::repeat_n(std::ptr::null_mut(), self.stride));
+        if let Some(s) = self.slot.get(t as usize) {
+            return s as usize;
         }
+        let s = self.backend.len();
+        self.slot.insert(t as usize, s as u32);
+        self.backend.push(-1);
+        self.copies.extend(std::iter::repeat_n(std::ptr::null_mut(), self.stride));
         s
     }
 
     /// The backend assigned to `t`, -1 when none (or `t` is NULL).
+    #[inline]
     pub fn backend(&self, t: *const Tensor<R>) -> i32 {
         if t.is_null() {
             return -1;
         }
-        self.slot.get(&(t as usize)).map(|&s| self.backend[s as usize]).unwrap_or(-1)
+        self.slot.get(t as usize).map(|s| self.backend[s as usize]).unwrap_or(-1)
     }
 
     pub fn set_backend(&mut self, t: *const Tensor<R>, b: i32) {
@@ -72,8 +156,8 @@ impl<R: Rev> TensorMap<R> {
     }
 
     pub fn copy(&self, t: *const Tensor<R>, backend: usize, c: usize) -> *mut Tensor<R> {
-        match self.slot.get(&(t as usize)) {
-            Some(&s) => self.copies[s as usize * self.stride + backend * self.n_copies + c],
+        match self.slot.get(t as usize) {
+            Some(s) => self.copies[s as usize * self.stride + backend * self.n_copies + c],
             None => std::ptr::null_mut(),
         }
     }
@@ -81,5 +165,29 @@ impl<R: Rev> TensorMap<R> {
     pub fn set_copy(&mut self, t: *const Tensor<R>, backend: usize, c: usize, copy: *mut Tensor<R>) {
         let s = self.slot_of(t);
         self.copies[s * self.stride + backend * self.n_copies + c] = copy;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PtrMap;
+
+    #[test]
+    fn insert_get_overwrite_grow_clear() {
+        let mut m: PtrMap<u32> = PtrMap::with_capacity(2);
+        for i in 1..2000usize {
+            assert_eq!(m.insert(i * 16, i as u32), None);
+        }
+        assert_eq!(m.len(), 1999);
+        for i in 1..2000usize {
+            assert_eq!(m.get(i * 16), Some(i as u32));
+        }
+        assert_eq!(m.get(5), None);
+        assert_eq!(m.insert(32, 7), Some(2));
+        assert_eq!(m.get(32), Some(7));
+        m.clear();
+        assert!(m.is_empty());
+        assert_eq!(m.get(32), None);
+        assert!(!m.contains_key(0));
     }
 }
