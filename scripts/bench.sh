@@ -4,7 +4,11 @@
 #                    generation tok/s (64 greedy tokens)
 #   whisper.rn 0.4.3 random-weight tiny model on the espeak-ng sentence:
 #                    encode ms and total (whisper_full) ms
-# plus the compute buffer sizes the hosts log. Runs are interleaved
+# plus the compute buffer sizes the hosts log, the scheduler's overhead per llama decode graph
+# (time in the scheduler minus time in ggml-cpu's compute, measured by --wrap probes in the
+# stock and static drivers) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
+# library's SIMD backend computing instead of ggml-cpu); then the per-op table of SIMD against
+# ggml-cpu (tests_c/bench_ops.c). Runs are interleaved
 # (stock, static, shared, stock, ...) after one warm-up round; the table shows
 # medians, and each library mode's speed relative to stock (>1 = faster).
 # All runs use 2 threads by default (on a busy 2-core machine the spinning ggml
@@ -20,7 +24,7 @@ BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-2}"
 RUNS=5
 THREADS=2
-MODES="static shared"
+MODES="static shared simd"
 BUILD=1
 while (($#)); do
   case "$1" in
@@ -38,7 +42,8 @@ if ((BUILD)); then
   bash scripts/fetch-hosts.sh >/dev/null
   bash scripts/fetch-models.sh >/dev/null
   targets=()
-  for m in stock $MODES; do targets+=("llama_driver_$m" "whisper_driver_$m"); done
+  for m in stock $MODES; do [[ $m == simd ]] || targets+=("llama_driver_$m" "whisper_driver_$m"); done
+  targets+=(llama_driver_static whisper_driver_static llama_driver_timed_stock llama_driver_timed_static bench_ops_lm)
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   LOG="$BUILD_DIR/bench-build.log"
   if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" >"$LOG" 2>&1; then
@@ -48,7 +53,7 @@ if ((BUILD)); then
   fi
 fi
 
-exec python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" $MODES <<'EOF'
+python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" $MODES <<'EOF'
 import os, statistics, subprocess, sys, tempfile
 
 bindir, models, runs, threads, modes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
@@ -60,17 +65,27 @@ tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
 
 
 def run(host, mode):
-    exe = os.path.join(bindir, "%s_driver_%s" % (host, mode))
+    exe = os.path.join(bindir, "%s_driver_%s" % (host, "static" if mode == "simd" else mode))
     args = llama_args if host == "llama" else whisper_args
     out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
-    p = subprocess.run([exe] + args + ["-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, GGML_RS_SIMD="1") if mode == "simd" else None
+    p = subprocess.run([exe] + args + ["-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         sys.exit("bench: %s failed (%d):\n%s" % (exe, p.returncode, p.stderr[-2000:]))
     line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][-1]
     return {k: v for k, v in (kv.split("=", 1) for kv in line.split()[1:])}, open(out, "rb").read()
 
 
+def sched_overhead(mode):
+    exe = os.path.join(bindir, "llama_driver_timed_%s" % mode)
+    args = ["-m", llama_args[1], "-p", "16", "-n", "128", "-t", threads, "-o", os.path.join(tmp, "timed.bin")]
+    p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = [l for l in p.stdout.splitlines() if l.startswith("SCHED_TIMING ")][-1]
+    return float(dict(kv.split("=", 1) for kv in line.split()[1:])["median_overhead_us"])
+
+
 samples = {(h, m): [] for h in ("llama", "whisper") for m in all_modes}
+overhead = {"stock": [], "static": []}
 outputs = {}
 for r in range(runs + 1):  # round 0 = warm-up
     for h in ("llama", "whisper"):
@@ -79,6 +94,10 @@ for r in range(runs + 1):  # round 0 = warm-up
             outputs[(h, m)] = data
             if r > 0:
                 samples[(h, m)].append(res)
+    for m in overhead:
+        v = sched_overhead(m)
+        if r > 0:
+            overhead[m].append(v)
     if r > 0:
         print("bench: round %d/%d done" % (r, runs), file=sys.stderr)
 
@@ -120,11 +139,18 @@ for h, key, label in mem_rows:
         v = med(h, m, key)
         line += " %10.2f %8.3fx" % (v, v / s if s else float("nan"))
     print(line)
+so, st = statistics.median(overhead["stock"]), statistics.median(overhead["static"])
+print("%-*s %10.1f %10.1f %8.3fx   (static build; stock/static: >1 = less overhead)" % (w, "sched overhead us / llama decode graph", so, st, so / st))
 print()
 print("vs stock: speed ratio (>1 = faster than stock) for the timings, size ratio for the buffers")
+print("simd: static build with GGML_RS_SIMD=1 (the library's SIMD backend computes; not bit-identical by design)")
 for h in ("llama", "whisper"):
-    same = [m for m in modes if outputs[(h, m)] == outputs[(h, "stock")]]
-    diff = [m for m in modes if m not in same]
+    lib_modes = [m for m in modes if m != "simd"]
+    same = [m for m in lib_modes if outputs[(h, m)] == outputs[(h, "stock")]]
+    diff = [m for m in lib_modes if m not in same]
     print("%-7s output vs stock: %s" % (h, ", ".join(["%s bit-identical" % m for m in same] +
                                                       ["%s DIFFERS" % m for m in diff])))
 EOF
+
+echo
+"$BUILD_DIR/tests_c/bench_ops_lm" "$THREADS" "$RUNS"

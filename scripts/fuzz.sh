@@ -18,6 +18,9 @@
 # by the library or a wrong result (the reproducer is written to $FUZZ_BUILD_DIR/artifacts/ and
 # named in the output; replay it with `$FUZZ_BUILD_DIR/tests_c/fuzz_<p> <file>`).
 #
+# FUZZ_RUNS=N makes the run deterministic instead of timed: N executions per harness from a fresh
+# scratch corpus with a fixed seed (FUZZ_SEED, default 1), so CI repeats exactly the run that was
+# checked here (the ctest `fuzz` uses it).
 # Environment: FUZZ_BUILD_DIR, FUZZ_JOBS (build jobs, default 2), FUZZ_EXTRA_ARGS (more libFuzzer
 # flags), FUZZ_PREFIXES (default "lm wsp").
 set -euo pipefail
@@ -97,9 +100,16 @@ for p in $PREFIXES; do
   mkdir -p "$scratch"
   log="$BUILD/fuzz-$p.log"
   echo "fuzz.sh: fuzz_$p for ${per}s (log: $log)"
+  if [[ -n "${FUZZ_RUNS:-}" ]]; then
+    rm -rf "$scratch" && mkdir -p "$scratch"
+    bound=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}")
+    echo "fuzz.sh: deterministic: $FUZZ_RUNS runs, seed ${FUZZ_SEED:-1}"
+  else
+    bound=(-max_total_time="$per")
+  fi
   set +e
   # shellcheck disable=SC2086
-  "$exe" -max_total_time="$per" -timeout=20 -rss_limit_mb=4096 -max_len=4096 \
+  "$exe" "${bound[@]}" -timeout=20 -rss_limit_mb=4096 -max_len=4096 \
     -print_final_stats=1 -artifact_prefix="$BUILD/artifacts/$p-" ${FUZZ_EXTRA_ARGS:-} \
     "$scratch" tests_c/fuzz/corpus >"$log" 2>&1
   rc=$?

@@ -19,6 +19,7 @@
 option(GGML_RS_VALGRIND_TEST "Register the valgrind ctest (scripts/valgrind.sh)" ON)
 option(GGML_RS_FUZZ_TEST "Register the bounded fuzzing ctest (scripts/fuzz.sh, builds with clang)" ON)
 set(GGML_RS_FUZZ_TEST_SECONDS 60 CACHE STRING "Fuzzing time of the 'fuzz' ctest (split between lm and wsp)")
+set(GGML_RS_FUZZ_TEST_RUNS 20000 CACHE STRING "Executions per harness of the 'fuzz' ctest (deterministic, seed 1)")
 option(GGML_RS_FUZZ "Build the libFuzzer harnesses (clang; see scripts/fuzz.sh)" OFF)
 set(GGML_RS_FUZZ_LIB "${GGML_RS_STATIC_LIB}" CACHE FILEPATH
     "libggml_backend_rs.a the fuzz harnesses link (scripts/fuzz.sh passes a sancov-instrumented one)")
@@ -66,8 +67,9 @@ if(NOT GGML_RS_FUZZ)
 
   # -------------------------------------------------------------------- fuzzing (own clang build)
   if(GGML_RS_FUZZ_TEST)
+    # a fixed number of runs from a fixed seed: the bounded CI run repeats the checked one exactly
     add_test(NAME fuzz
-             COMMAND bash "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" ${GGML_RS_FUZZ_TEST_SECONDS})
+             COMMAND env FUZZ_RUNS=${GGML_RS_FUZZ_TEST_RUNS} bash "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" ${GGML_RS_FUZZ_TEST_SECONDS})
     set_tests_properties(fuzz PROPERTIES TIMEOUT 2400 LABELS fuzz RUN_SERIAL TRUE)
   endif()
 else()

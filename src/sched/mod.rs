@@ -128,12 +128,15 @@ pub struct Sched<R: Rev> {
     /// Which nodes/leafs of the allocator's graph had their own data at the last reserve.
     /// ggml-alloc plans only the others; if that set changes it must plan again (stock does
     /// not check, and ggml-alloc then asserts or reads out of bounds).
-    reserved_prealloc: Vec<bool>,
+    reserved_prealloc: Vec<u32>,
+    /// the graph the current splits were made from (its address, node array and node count):
+    /// computing another graph without allocating it first must not run stale splits
+    split_of: (usize, usize, i32),
 
     pub(crate) callback: SchedEvalCallback<R>,
     pub(crate) callback_data: *mut c_void,
 
-    is_reset: bool,
+    pub(crate) is_reset: bool,
     is_alloc: bool,
 }
 
@@ -215,6 +218,7 @@ impl<R: Rev> Sched<R> {
             prev_leaf_backend_ids: Vec::new(),
             alloc_graph: CGraph::zeroed(),
             reserved_prealloc: Vec::new(),
+            split_of: (0, 0, 0),
             callback: None,
             callback_data: std::ptr::null_mut(),
             is_reset: false,
@@ -249,13 +253,21 @@ impl<R: Rev> Sched<R> {
         Ok(())
     }
 
-    /// Per node and leaf of the allocator's graph: does it carry data of its own?
-    fn prealloc_signature(&self) -> Vec<bool> {
-        self.nodes
-            .iter()
-            .chain(self.leafs.iter())
-            .map(|&t| obj(t).is_some_and(|t| !t.data.is_null() || !t.view_src.is_null()))
-            .collect()
+    /// Per node (and its sources) and leaf of the allocator's graph: which carry data of their
+    /// own. ggml-alloc's plan is positional, so a change anywhere here needs a new plan.
+    fn prealloc_signature(&self) -> Vec<u32> {
+        let own = |t: &Tensor<R>| !t.data.is_null() || !t.view_src.is_null();
+        let node_sig = |&p: &*mut Tensor<R>| {
+            let Some(t) = obj(p) else { return 0 };
+            let mut sig = own(t) as u32;
+            for (j, &sp) in t.src.iter().enumerate() {
+                if let Some(st) = obj(sp) {
+                    sig |= 1 << (1 + j) | (own(st) as u32) << (1 + MAX_SRC + j);
+                }
+            }
+            sig
+        };
+        self.nodes.iter().map(node_sig).chain(self.leafs.iter().map(|&p| obj(p).is_some_and(own) as u32)).collect()
     }
 
     fn galloc_reserve(&mut self) -> bool {
@@ -280,6 +292,7 @@ impl<R: Rev> Sched<R> {
         self.split_graph(g)?;
         self.alloc_splits()?;
         self.is_alloc = true;
+        self.split_of = (g as *const CGraph<R> as usize, g.nodes as usize, g.n_nodes);
         Ok(())
     }
 
@@ -307,6 +320,11 @@ impl<R: Rev> Sched<R> {
     }
 
     pub fn graph_compute_async(&mut self, g: &mut CGraph<R>) -> Result<Status> {
+        if self.is_alloc && self.split_of != (g as *const CGraph<R> as usize, g.nodes as usize, g.n_nodes) {
+            // stock would run the splits of the graph allocated before, whatever `g` is (and that
+            // graph may be freed by now): allocate the one asked for instead
+            self.is_alloc = false;
+        }
         if !self.is_reset && !self.is_alloc {
             self.reset();
         }

@@ -14,8 +14,19 @@ impl<R: Rev> Sched<R> {
         obj(self.backends[b]).and_then(|be| be.name().ok()).map(cstr).unwrap_or_default()
     }
 
-    /// Runs passes 1-5 on `g` and builds the allocator's graph.
+    /// Runs passes 1-5 on `g` and builds the allocator's graph. A failed split leaves no
+    /// assignments behind: a later split of the same graph must not trust them (they may come
+    /// from a pass that was about to be refused).
     pub(super) fn split_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        let r = self.split_graph_passes(g);
+        if r.is_err() {
+            self.ids.clear();
+            self.is_reset = true;
+        }
+        r
+    }
+
+    fn split_graph_passes(&mut self, g: &mut CGraph<R>) -> Result<()> {
         // a graph whose sources were already redirected to this scheduler's copies was allocated
         // before; stock would silently read stale copies after a reset
         for &node in g.nodes() {

@@ -136,7 +136,7 @@ static const char * fb_name(backend_t be) { (void) be; return "FAKE"; }
 static void fb_free(backend_t be) { (void) be; }
 /* Known library issue (reported, see docs/bad-input.md "unsupported ops"): a node that no backend
  * supports is handed by the scheduler's last pass to its consumer's backend. FAKE then refuses
- * (as a real accelerator would fail or abort). Counted, and fatal with FUZZ_LENIENT unset (default). */
+ * (as a real accelerator would fail or abort). Counted, and fatal unless FUZZ_LENIENT is set. */
 static long unsupported_seen;
 static bool unsupported_this_compute;
 static void report_unsupported(void) {
@@ -862,7 +862,7 @@ static void cmd_graph_build(void) {
     /* Known issue 3 (docs/bad-input.md): with lm's ggml-alloc, allocating a graph after another
      * one was reserved/allocated can abort in ggml-alloc (GGML_ASSERT(talloc->buffer_id >= 0))
      * when a pre-allocated source of the old graph sits where the new one has an unallocated
-     * tensor. Unless FUZZ_LENIENT unset (default), lm starts each new graph on a fresh scheduler. */
+     * tensor. With FUZZ_LENIENT set, lm starts each new graph on a fresh scheduler. */
     if (sched && sched_used && !!getenv("FUZZ_LENIENT")) {
         GB(sched_free)(sched);
         sched = GB(sched_new)(sched_args.list, NULL, sched_args.n, sched_args.graph_size, sched_args.parallel);
@@ -973,7 +973,7 @@ static void before_split(struct G(cgraph) * g) {
 /* Known issue 4 (docs/bad-input.md): splitting again a graph whose tensors this scheduler already
  * allocated (reset + reserve/alloc/compute of the same graph; with `parallel` the input copies
  * rotate) hands ggml-alloc a leaf that was pre-allocated at the last reserve and is not any more:
- * ggml_gallocr_init_tensor indexes buffers[-1] (heap-buffer-overflow). Unless FUZZ_LENIENT unset (default),
+ * ggml_gallocr_init_tensor indexes buffers[-1] (heap-buffer-overflow). With FUZZ_LENIENT set,
  * the harness does not split an allocated graph a second time. */
 static bool resplit_blocked(struct G(cgraph) * g) {
     return g && g == gr.g && gr.allocated && last_split != g && !!getenv("FUZZ_LENIENT");

@@ -15,7 +15,7 @@ pub enum Binary {
 }
 
 pub fn binary(s: &Session, op: Binary, dst: Raw, a: Raw, b: Raw) -> bool {
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let x = a.row_f32(i1, i2, i3);
         let y = b.row_f32(i1 % b.ne[1], i2 % b.ne[2], i3 % b.ne[3]);
@@ -77,7 +77,7 @@ pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
     if let Unary::Gelu = op {
         Lazy::force(&GELU_F16);
     }
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let x = a.row_f32(i1, i2, i3);
         let d = dst.row_f32_mut(i1, i2, i3);
@@ -95,7 +95,7 @@ pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
 /// (ggml copies element `k` of `src` to element `k` of `dst`, both in row-major order).
 pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
     if dst.ne == src.ne {
-        return for_rows(s, dst.nrows(), |r| {
+        return for_rows(s, dst.nrows(), dst.nelements(), |r| {
             let (i1, i2, i3) = dst.row_index(r);
             if dst.ty == src.ty && dst.nb[0] == src.nb[0] && src.nb[0] == if src.ty == super::super::tensor::F16 { 2 } else { 4 } {
                 let len = dst.ne[0] * dst.nb[0];
@@ -109,7 +109,7 @@ pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
     }
     // shapes differ: walk both in row-major element order; split by destination rows
     let n0 = dst.ne[0];
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let mut k = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
         for i0 in 0..n0 {

@@ -30,7 +30,7 @@ pub fn to_f32(ty: i32, bytes: &[u8], out: &mut [f32]) {
 
 pub fn get_rows(s: &Session, dst: Raw, a: Raw, idx: Raw) -> bool {
     let len = row_size(a.ty, a.ne[0]);
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i10, i11, i12) = dst.row_index(r);
         let row = idx.read_i32(i10, i11, i12, 0).max(0) as usize;
         let src = a.row_bytes(row.min(a.ne[1].saturating_sub(1)), i11 % a.ne[2], i12 % a.ne[3], len);

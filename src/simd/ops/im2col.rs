@@ -34,7 +34,7 @@ pub fn im2col(s: &Session, dst: Raw, kernel: Raw, input: Raw, p: &Im2colParams) 
     let ic = if p.is_2d { input.ne[2] } else { input.ne[1] };
     let (ow, oh) = (dst.ne[1], if p.is_2d { dst.ne[2] } else { 1 });
     // one task per output position row: (n, oh, ow)
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (iow, i2, i3) = dst.row_index(r);
         let (ioh, n) = if p.is_2d { (i2, i3) } else { (0, i2) };
         let _ = oh;

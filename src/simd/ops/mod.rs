@@ -12,8 +12,16 @@ pub mod softmax;
 use super::pool::{share, Session};
 use super::tensor::Raw;
 
-/// Runs `f(row)` for every row index in `0..n`, rows split evenly between the pool's threads.
-pub fn for_rows(s: &Session, n: usize, f: impl Fn(usize) + Sync) -> bool {
+/// Below this many elements a node runs on the calling thread alone: waking the pool costs more
+/// than the work (decode graphs are hundreds of such nodes).
+pub const SERIAL_ELEMENTS: usize = 16 * 1024;
+
+/// Runs `f(row)` for every row index in `0..n`, rows split evenly between the pool's threads;
+/// `elements` (the node's size) decides whether the split is worth it.
+pub fn for_rows(s: &Session, n: usize, elements: usize, f: impl Fn(usize) + Sync) -> bool {
+    if elements < SERIAL_ELEMENTS || n < 2 {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (0..n).for_each(&f))).is_ok();
+    }
     s.run(&|ith, nth| {
         let (a, b) = share(n, ith, nth);
         for r in a..b {

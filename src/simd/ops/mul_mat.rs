@@ -95,7 +95,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     if !direct {
         // rows are converted (and rounded) in parallel, each row by one thread
         let rows: Vec<Mutex<&mut [f32]>> = converted.chunks_exact_mut(k).map(Mutex::new).collect();
-        let ok = super::for_rows(s, rows.len(), |r| {
+        let ok = super::for_rows(s, rows.len(), rows.len() * k, |r| {
             let (bi, j) = (r / n, r % n);
             let (i2, i3) = batches[bi];
             let mut dst = rows[r].lock();

@@ -3,7 +3,7 @@
 use super::{for_rows, Raw, Session};
 
 pub fn norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let x = a.row_f32(i1, i2, i3);
         let d = dst.row_f32_mut(i1, i2, i3);
@@ -23,7 +23,7 @@ pub fn norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
 }
 
 pub fn rms_norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let x = a.row_f32(i1, i2, i3);
         let d = dst.row_f32_mut(i1, i2, i3);

@@ -64,7 +64,7 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
     let neox = p.mode & MODE_NEOX != 0;
     // one task per (token, batch): the cos/sin table depends only on the position
     let n_tasks = a.ne[2] * a.ne[3];
-    for_rows(s, n_tasks, |t| {
+    for_rows(s, n_tasks, dst.nelements(), |t| {
         let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
         let position = pos.read_i32(i2, 0, 0, 0) as f32;
         let mut cache = vec![0f32; ne0 + 1];

@@ -8,7 +8,7 @@ pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, ma
     let n_head_log2 = if n_head == 0 { 0 } else { 1u32 << (31 - n_head.leading_zeros()) };
     let m0 = 2f32.powf(-max_bias / n_head_log2.max(1) as f32);
     let m1 = 2f32.powf(-(max_bias / 2.0) / n_head_log2.max(1) as f32);
-    for_rows(s, dst.nrows(), |r| {
+    for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let x = a.row_f32(i1, i2, i3);
         let d = dst.row_f32_mut(i1, i2, i3);
