@@ -279,3 +279,31 @@ function(ggml_rs_add_host_core_nocpu prefix)
   _ggml_rs_core_flags(${target} ${std} "")
   target_include_directories(${target} BEFORE PUBLIC ${inc})
 endfunction()
+
+# ---------------------------------------------------------------------------
+# ggml_rs_link_host(<exe> <core target> <static|shared|stock>): how an executable links a host
+# core and (except stock) this library, in one place for every test, benchmark and driver.
+#   static  core (whole archive) + libggml_backend_rs.a in one --start-group/--end-group (they
+#           need each other: weak references from the library resolve to the core's objects)
+#   shared  core (whole archive) + libggml_backend_rs.so; the executable exports its symbols
+#           (-rdynamic) so the .so resolves the host's from it
+#   stock   the core alone (it carries its own ggml-backend.cpp)
+# ---------------------------------------------------------------------------
+function(ggml_rs_link_host exe core mode)
+  set_target_properties(${exe} PROPERTIES LINKER_LANGUAGE CXX)
+  if(mode STREQUAL "static")
+    target_link_libraries(${exe} PRIVATE
+        -Wl,--start-group -Wl,--whole-archive ${core} -Wl,--no-whole-archive
+        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++)
+  elseif(mode STREQUAL "shared")
+    target_link_libraries(${exe} PRIVATE
+        -Wl,--whole-archive ${core} -Wl,--no-whole-archive ggml_backend_rs::shared pthread dl m stdc++)
+    set_target_properties(${exe} PROPERTIES ENABLE_EXPORTS ON BUILD_RPATH "${GGML_RS_LIB_DIR}")
+  elseif(mode STREQUAL "stock")
+    target_link_libraries(${exe} PRIVATE
+        -Wl,--whole-archive ${core} -Wl,--no-whole-archive pthread dl m stdc++)
+    set_target_properties(${exe} PROPERTIES ENABLE_EXPORTS ON)
+  else()
+    message(FATAL_ERROR "ggml_rs_link_host: unknown mode '${mode}'")
+  endif()
+endfunction()

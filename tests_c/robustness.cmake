@@ -44,15 +44,9 @@ if(NOT GGML_RS_FUZZ)
     string(TOUPPER ${_p} _P)
     set(_exe fuzz_replay_${_p})
     add_executable(${_exe} fuzz/fuzz.c fuzz/replay_main.c)
-    set_target_properties(${_exe} PROPERTIES LINKER_LANGUAGE CXX)
     target_compile_definitions(${_exe} PRIVATE TEST_PREFIX_${_P} GGML_RS_TEST_MODE="static")
     target_compile_options(${_exe} PRIVATE -ffp-contract=off)
-    target_link_libraries(${_exe} PRIVATE
-        -Wl,--start-group
-        -Wl,--whole-archive ${_p}_core_static -Wl,--no-whole-archive
-        ggml_backend_rs::static
-        -Wl,--end-group
-        pthread dl m stdc++)
+    ggml_rs_link_host(${_exe} ${_p}_core_static static)
     # the corpus, and the reproducers of the bugs the fuzzer found (fixed; kept as regressions)
     add_test(NAME ${_exe} COMMAND ${_exe} "${_rob_dir}/fuzz/corpus" "${_rob_dir}/fuzz/crashes")
     set_tests_properties(${_exe} PROPERTIES TIMEOUT 600 LABELS "${_p};static;fuzz_replay")
