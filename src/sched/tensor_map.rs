@@ -12,6 +12,9 @@ pub struct PtrMap<V: Copy + Default> {
     keys: Vec<usize>,
     vals: Vec<V>,
     len: usize,
+    /// occupied slots, so that `clear` costs the entries made, not the table's size (the
+    /// scheduler clears it on every `sched_reset`, i.e. every decoded token)
+    used: Vec<u32>,
 }
 
 impl<V: Copy + Default> Default for PtrMap<V> {
@@ -23,7 +26,7 @@ impl<V: Copy + Default> Default for PtrMap<V> {
 impl<V: Copy + Default> PtrMap<V> {
     pub fn with_capacity(n: usize) -> Self {
         let cap = (n.max(8) * 2).next_power_of_two();
-        PtrMap { keys: vec![0; cap], vals: vec![V::default(); cap], len: 0 }
+        PtrMap { keys: vec![0; cap], vals: vec![V::default(); cap], len: 0, used: Vec::new() }
     }
 
     #[inline]
@@ -70,6 +73,7 @@ impl<V: Copy + Default> PtrMap<V> {
                 self.keys[i] = k;
                 self.vals[i] = v;
                 self.len += 1;
+                self.used.push(i as u32);
                 return None;
             }
             i = (i + 1) & mask;
@@ -81,6 +85,7 @@ impl<V: Copy + Default> PtrMap<V> {
         let old_k = std::mem::replace(&mut self.keys, vec![0; cap]);
         let old_v = std::mem::replace(&mut self.vals, vec![V::default(); cap]);
         self.len = 0;
+        self.used.clear();
         for (k, v) in old_k.into_iter().zip(old_v) {
             if k != 0 {
                 self.insert(k, v);
@@ -89,10 +94,11 @@ impl<V: Copy + Default> PtrMap<V> {
     }
 
     pub fn clear(&mut self) {
-        if self.len > 0 {
-            self.keys.iter_mut().for_each(|k| *k = 0);
-            self.len = 0;
+        for &i in &self.used {
+            self.keys[i as usize] = 0;
         }
+        self.used.clear();
+        self.len = 0;
     }
 
     pub fn len(&self) -> usize {
@@ -116,7 +122,7 @@ pub struct TensorMap<R: Rev> {
 impl<R: Rev> TensorMap<R> {
     pub fn new(n_backends: usize, n_copies: usize, capacity: usize) -> Self {
         TensorMap {
-            slot: PtrMap::with_capacity(capacity),
+            slot: PtrMap::with_capacity(capacity.min(4096)),
             backend: Vec::with_capacity(capacity),
             copies: Vec::new(),
             stride: n_backends * n_copies,
