@@ -16,9 +16,9 @@ use std::ffi::c_char;
 
 struct Entry<R: Rev> {
     reg: Ptr<Reg<R>>,
-    /// The library a dynamically loaded backend came from; dropped (dlclose) on unload.
-    #[allow(dead_code)]
-    handle: Option<DlHandle>,
+    /// The library a dynamically loaded backend came from; held only to be dropped (dlclose)
+    /// when the entry is removed on unload.
+    _handle: Option<DlHandle>,
 }
 
 struct State<R: Rev> {
@@ -54,7 +54,7 @@ impl<R: Rev> Registry<R> {
         let simd = R::simd();
         let add_simd = |state: &mut State<R>, dev_type: DevType| {
             simd.set_dev_type(dev_type);
-            state.backends.push(Entry { reg: simd.reg, handle: None });
+            state.backends.push(Entry { reg: simd.reg, _handle: None });
             state.devices.push(simd.dev);
         };
         for (name, reg_fn) in regs {
@@ -67,7 +67,7 @@ impl<R: Rev> Registry<R> {
             let Some(r) = obj(reg) else { continue };
             match devices_of(r) {
                 Ok(devs) => {
-                    state.backends.push(Entry { reg: Ptr(reg), handle: None });
+                    state.backends.push(Entry { reg: Ptr(reg), _handle: None });
                     state.devices.extend(devs);
                 }
                 Err(e) => crate::log_error!(R, "ggml_backend_registry", "skipping host backend {}: {}", name, e),
@@ -85,7 +85,7 @@ impl<R: Rev> Registry<R> {
         let Some(r) = obj(reg) else { bail!("backend reg is NULL") };
         let devs = devices_of(r)?;
         let mut st = self.state.lock();
-        st.backends.push(Entry { reg: Ptr(reg), handle });
+        st.backends.push(Entry { reg: Ptr(reg), _handle: handle });
         st.devices.extend(devs);
         self.publish(&st);
         Ok(())
