@@ -188,6 +188,7 @@ impl<'a> Acts<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum QKind {
     None,
+    F16,
     Q8_0,
     Q8_1,
 }
@@ -199,6 +200,12 @@ enum QKind {
 pub struct QuantizedActs {
     q8_0: Vec<BlockQ8_0>,
     q8_1: Vec<BlockQ8_1>,
+    /// Block scales (and Q8_1 sums) as f32, block-major (`[b * n + j]`) for the tile kernels.
+    d: Vec<f32>,
+    s: Vec<f32>,
+    /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
+    /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
+    h: Vec<f32>,
     kind: QKind,
     k: usize,
     n: usize,
@@ -212,11 +219,11 @@ impl Default for QuantizedActs {
 
 impl QuantizedActs {
     pub fn new() -> Self {
-        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), kind: QKind::None, k: 0, n: 0 }
+        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), d: Vec::new(), s: Vec::new(), h: Vec::new(), kind: QKind::None, k: 0, n: 0 }
     }
 
-    /// Quantizes `acts` for dot products with `wtype` weights. For F32/F16 weights nothing is
-    /// needed (their kernels read the f32 activations) and this only records the shape.
+    /// Converts `acts` to `wtype`'s partner format: Q8_0 / Q8_1 blocks for quantized weights,
+    /// half-rounded values for F16 weights; F32 weights read the activations as they are.
     pub fn prepare(&mut self, wtype: WType, acts: &Acts<'_>) {
         self.prepare_at(simd_level(), wtype, acts)
     }
@@ -227,7 +234,16 @@ impl QuantizedActs {
         self.k = k;
         self.n = n;
         match wtype {
-            WType::F32 | WType::F16 => self.kind = QKind::None,
+            WType::F32 => self.kind = QKind::None,
+            WType::F16 => {
+                self.kind = QKind::F16;
+                self.h.resize(n * k, 0.0);
+                let mut halves = vec![0u16; k];
+                for j in 0..n {
+                    quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
+                    f16_to_f32_slice_at(level, &halves, &mut self.h[j * k..(j + 1) * k]);
+                }
+            }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_0;
@@ -235,6 +251,10 @@ impl QuantizedActs {
                 self.q8_0.resize(nb * n, BlockQ8_0::default());
                 for j in 0..n {
                     q8_0::quantize_row_at(level, acts.row(j), &mut self.q8_0[j * nb..(j + 1) * nb]);
+                }
+                self.d.resize(nb * n, 0.0);
+                for (i, b) in self.q8_0.iter().enumerate() {
+                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
                 }
             }
             WType::Q4_1 => {
@@ -244,6 +264,12 @@ impl QuantizedActs {
                 self.q8_1.resize(nb * n, BlockQ8_1::default());
                 for j in 0..n {
                     q8_1::quantize_row_at(level, acts.row(j), &mut self.q8_1[j * nb..(j + 1) * nb]);
+                }
+                self.d.resize(nb * n, 0.0);
+                self.s.resize(nb * n, 0.0);
+                for (i, b) in self.q8_1.iter().enumerate() {
+                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
+                    self.s[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.s);
                 }
             }
         }
@@ -264,6 +290,15 @@ impl QuantizedActs {
     fn q8_1_row(&self, j: usize) -> &[BlockQ8_1] {
         let nb = self.k / QK;
         &self.q8_1[j * nb..(j + 1) * nb]
+    }
+
+    fn h_row(&self, j: usize) -> &[f32] {
+        &self.h[j * self.k..(j + 1) * self.k]
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn tile_rows<'q, A: quant::QuantBlock>(&'q self, blocks: &'q [A]) -> quant::tile::ActRows<'q, A> {
+        quant::tile::ActRows { blocks, d: &self.d, s: &self.s, nb: self.k / QK, n: self.n }
     }
 }
 
@@ -386,8 +421,10 @@ fn dot_f32_portable(a: &[f32], b: &[f32]) -> f32 {
     quant::f16::dot_lanes(a.len().min(b.len()), |i| a[i] * b[i])
 }
 
-/// Picks the kernel for `acts.n` activations ([`WType::gemm_min_batch`]). `q` is only read on
-/// the dot-product path; [`needs_quantized_acts`] says whether it must be prepared.
+/// Picks the kernel for `acts.n` activations: on AVX2 always ggml's dot products (tiled, see
+/// `quant::tile`), so results equal ggml-cpu's bit for bit; on the portable level dot products
+/// below [`WType::gemm_min_batch`] and sgemm above. `q` is read unless
+/// [`needs_quantized_acts`] says it need not be prepared.
 pub fn mul_mat(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: DstView<'_>, scratch: &mut Vec<f32>) {
     if use_gemm(w.wtype, acts.n) {
         mul_mat_gemm(w, acts, dst, scratch)
@@ -398,12 +435,25 @@ pub fn mul_mat(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: DstView
 
 /// Whether [`mul_mat`] takes the sgemm path for `n` activations.
 pub fn use_gemm(wtype: WType, n: usize) -> bool {
-    n >= wtype.gemm_min_batch()
+    use_gemm_at(simd_level(), wtype, n)
+}
+
+/// [`use_gemm`] on an explicit kernel level.
+pub fn use_gemm_at(level: SimdLevel, wtype: WType, n: usize) -> bool {
+    clamp_level(level) == SimdLevel::Portable && n >= wtype.gemm_min_batch()
 }
 
 /// Whether [`mul_mat`] reads a prepared [`QuantizedActs`] for this type and batch.
 pub fn needs_quantized_acts(wtype: WType, n: usize) -> bool {
-    !use_gemm(wtype, n) && matches!(wtype, WType::Q4_0 | WType::Q4_1 | WType::Q8_0)
+    needs_quantized_acts_at(simd_level(), wtype, n)
+}
+
+/// [`needs_quantized_acts`] on an explicit kernel level.
+pub fn needs_quantized_acts_at(level: SimdLevel, wtype: WType, n: usize) -> bool {
+    match clamp_level(level) {
+        SimdLevel::Portable => !use_gemm_at(level, wtype, n) && matches!(wtype, WType::Q4_0 | WType::Q4_1 | WType::Q8_0),
+        _ => wtype != WType::F32,
+    }
 }
 
 /// Dot-product kernel for the weight rows of `dst`. `q` must have been prepared from `acts` for
@@ -415,17 +465,21 @@ pub fn mul_mat_vec(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: Dst
 /// [`mul_mat_vec`] on an explicit kernel level.
 pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, mut dst: DstView<'_>) {
     check_shapes(w, acts, &dst);
+    let level = clamp_level(level);
     match w.wtype {
-        WType::F32 | WType::F16 => {}
+        WType::F32 => {}
+        // the portable F16 kernel reads the f32 activations directly
+        WType::F16 if level == SimdLevel::Portable => {}
+        WType::F16 => q.check(QKind::F16, acts),
         WType::Q4_0 | WType::Q8_0 => q.check(QKind::Q8_0, acts),
         WType::Q4_1 => q.check(QKind::Q8_1, acts),
     }
     // Dispatch once per call, not per dot product: the whole loop is compiled with the level's
     // target features so the dot kernels inline into it.
-    match clamp_level(level) {
+    match level {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::mul_mat_vec(w, acts, q, &mut dst) },
+        SimdLevel::Avx2 => unsafe { x86::mul_mat_tiles(w, acts, q, &mut dst) },
         _ => mul_mat_vec_portable(w, acts, q, &mut dst),
     }
 }
@@ -576,22 +630,106 @@ fn check_shapes(w: &Weights<'_>, acts: &Acts<'_>, dst: &DstView<'_>) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
+    use crate::simd::quant::tile;
     use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
     use std::arch::x86_64::*;
 
+    /// Every output of `dst` with ggml-cpu's AVX2 arithmetic, in register tiles of weight rows
+    /// x activation rows (see `quant::tile`).
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn mul_mat_vec(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-        mul_mat_vec_body!(
-            w,
-            acts,
-            q,
-            dst,
-            dot_f32,
-            quant::f16::x86::dot_f16_f32,
-            q4_0::x86::vec_dot_q8_0,
-            q4_1::x86::vec_dot_q8_1,
-            q8_0::x86::vec_dot
-        )
+    pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        match w.wtype {
+            WType::Q4_0 => quant_rows::<tile::Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
+            WType::Q4_1 => quant_rows::<tile::Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
+            WType::Q8_0 => quant_rows::<tile::Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+            WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
+            WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
+        }
+    }
+
+    /// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
+    #[inline(always)]
+    fn put<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, out: [[f32; C]; R]) {
+        let r0 = dst.rows.start;
+        for (c, col) in (j..j + C).enumerate() {
+            let row = dst.row_mut(col);
+            for r in 0..R {
+                row[i + r - r0] = out[r][c];
+            }
+        }
+    }
+
+    /// Weight rows in pairs (fours when decoding one token, where there is one column to share)
+    /// and activation rows in fours, then the ragged edges.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let blocks = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
+        let mut i = rows.start;
+        if a.n == 1 {
+            while i + 4 <= rows.end {
+                // SAFETY: AVX2/FMA/F16C are enabled here; rows hold k / 32 = a.nb blocks.
+                let out = unsafe { tile::quant_tile::<F, 4, 1>([blocks(i), blocks(i + 1), blocks(i + 2), blocks(i + 3)], a, 0) };
+                put(dst, i, 0, out);
+                i += 4;
+            }
+        }
+        while i + 2 <= rows.end {
+            quant_cols::<F, 2>([blocks(i), blocks(i + 1)], a, dst, i);
+            i += 2;
+        }
+        if i < rows.end {
+            quant_cols::<F, 1>([blocks(i)], a, dst, i);
+        }
+    }
+
+    #[inline(always)]
+    fn quant_cols<F: tile::Format, const R: usize>(wr: [&[F::W]; R], a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>, i: usize) {
+        let n = a.n;
+        let mut j = 0;
+        // SAFETY (all tile calls): AVX2/FMA/F16C are enabled in every caller; the kernels check
+        // that columns j..j + C exist and that the rows hold a.nb blocks.
+        while j + 4 <= n {
+            put(dst, i, j, unsafe { tile::quant_tile::<F, R, 4>(wr, a, j) });
+            j += 4;
+        }
+        match n - j {
+            3 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 3>(wr, a, j) }),
+            2 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 2>(wr, a, j) }),
+            1 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 1>(wr, a, j) }),
+            _ => {}
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let n = dst.n();
+        let mut i = rows.start;
+        while i + 2 <= rows.end {
+            float_cols::<E, 2>([w(i), w(i + 1)], &a, n, dst, i);
+            i += 2;
+        }
+        if i < rows.end {
+            float_cols::<E, 1>([w(i)], &a, n, dst, i);
+        }
+    }
+
+    #[inline(always)]
+    fn float_cols<'a, E: tile::FloatElem, const R: usize>(wr: [&[E]; R], a: &impl Fn(usize) -> &'a [f32], n: usize, dst: &mut DstView<'_>, i: usize) {
+        let mut j = 0;
+        // SAFETY (all tile calls): AVX2/FMA/F16C are enabled in every caller; the kernel checks
+        // that all rows have the same length.
+        while j + 4 <= n {
+            put(dst, i, j, unsafe { tile::float_tile::<E, R, 4>(wr, [a(j), a(j + 1), a(j + 2), a(j + 3)]) });
+            j += 4;
+        }
+        match n - j {
+            3 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 3>(wr, [a(j), a(j + 1), a(j + 2)]) }),
+            2 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 2>(wr, [a(j), a(j + 1)]) }),
+            1 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 1>(wr, [a(j)]) }),
+            _ => {}
+        }
     }
 
     #[inline]
@@ -757,11 +895,14 @@ mod tests {
     /// What the dot-product path computes exactly, in f64: the weight blocks against the
     /// activations as quantized by the partner format (including Q8_1's half-rounded `s`), plus
     /// the magnitude sum used to bound float rounding. Per output `(value, magnitude)`.
-    fn quantized_reference(tw: &TestWeights, acts: &[f32], astride: usize, n: usize) -> Vec<(f64, f64)> {
+    /// What the dot-product path computes on `level` (whose activation quantizer and F16
+    /// rounding follow ggml-cpu's on that level), in f64.
+    fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride: usize, n: usize) -> Vec<(f64, f64)> {
         let w = tw.weights();
         let a = Acts::new(acts, tw.k, n, astride);
         let mut q = QuantizedActs::new();
-        q.prepare_at(SimdLevel::Portable, tw.wtype, &a);
+        q.prepare_at(level, tw.wtype, &a);
+        let f16_acts = tw.wtype == WType::F16 && clamp_level(level) != SimdLevel::Portable;
         let h = |x: u16| fp16_to_fp32(x) as f64;
         let mut out = Vec::with_capacity(n * tw.rows);
         for j in 0..n {
@@ -770,7 +911,8 @@ mod tests {
                 match tw.wtype {
                     WType::F32 | WType::F16 => {
                         let wr = &tw.deq[i * tw.k..(i + 1) * tw.k];
-                        for (&x, &y) in wr.iter().zip(a.row(j)) {
+                        let ar = if f16_acts { q.h_row(j) } else { a.row(j) };
+                        for (&x, &y) in wr.iter().zip(ar) {
                             v += x as f64 * y as f64;
                             m += (x as f64 * y as f64).abs();
                         }
@@ -843,7 +985,7 @@ mod tests {
                         let astride = k + 5;
                         let acts: Vec<f32> = (0..n * astride).map(|_| rng.next_gauss()).collect();
                         let want = tw.reference(&acts, astride, n);
-                        let want_q = quantized_reference(&tw, &acts, astride, n);
+                        let want_q: Vec<Vec<(f64, f64)>> = levels.iter().map(|&l| quantized_reference(l, &tw, &acts, astride, n)).collect();
                         let mag_f: Vec<f64> = (0..n)
                             .flat_map(|j| (0..rows).map(move |i| (i, j)))
                             .map(|(i, j)| {
@@ -856,7 +998,7 @@ mod tests {
                             let got = run(path, &tw, &acts, astride, n, 1);
                             for (o, &g) in got.iter().enumerate() {
                                 let (exact, mag) = match path {
-                                    Path::Vec(_) => want_q[o],
+                                    Path::Vec(l) => want_q[levels.iter().position(|&x| x == l).unwrap()][o],
                                     Path::Gemm(_) => (want[o] as f64, mag_f[o]),
                                 };
                                 assert!(

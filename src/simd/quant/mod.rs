@@ -12,6 +12,8 @@ pub mod q4_0;
 pub mod q4_1;
 pub mod q8_0;
 pub mod q8_1;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod tile;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
@@ -243,14 +245,6 @@ pub(crate) mod x86_util {
         _mm_cvtph_ps(_mm_cvtsi64_si128(packed as i64))
     }
 
-    /// Broadcast of `f32(a) * f32(b)`: the combined scale of a block pair.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn scale_product(a: u16, b: u16) -> __m256 {
-        let v = halves4(a, b, 0, 0);
-        _mm256_broadcastss_ps(_mm_mul_ss(v, _mm_movehdup_ps(v)))
-    }
-
     /// 32 nibbles -> 32 bytes in 0..=15: low nibbles in bytes 0..16, high nibbles in 16..32,
     /// which is the element order of ggml's 4-bit blocks.
     #[inline]
@@ -268,30 +262,6 @@ pub(crate) mod x86_util {
     pub(crate) fn mul_sum_us8_pairs_float(ax: __m256i, sy: __m256i) -> __m256 {
         let dot = _mm256_maddubs_epi16(ax, sy);
         _mm256_cvtepi32_ps(_mm256_madd_epi16(dot, _mm256_set1_epi16(1)))
-    }
-
-    /// Signed byte products summed in groups of 4, as 8 floats. Moves x's sign onto y so the
-    /// unsigned*signed multiply applies; exact as long as y has no -128 (negating it overflows),
-    /// which holds for every activation produced by our Q8 quantizers (range -127..=127).
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn mul_sum_i8_pairs_float(x: __m256i, y: __m256i) -> __m256 {
-        let ax = _mm256_sign_epi8(x, x);
-        let sy = _mm256_sign_epi8(y, x);
-        mul_sum_us8_pairs_float(ax, sy)
-    }
-
-    /// C's `roundf` (halves away from zero) on 8 lanes, bit-exact: `x - trunc(x)` is exact, so
-    /// comparing it with 0.5 decides the rounding direction without any new rounding error.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn round_half_away(v: __m256) -> __m256 {
-        let sign = _mm256_set1_ps(-0.0);
-        let t = _mm256_round_ps::<{ _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC }>(v);
-        let frac = _mm256_andnot_ps(sign, _mm256_sub_ps(v, t));
-        let up = _mm256_cmp_ps::<_CMP_GE_OQ>(frac, _mm256_set1_ps(0.5));
-        let step = _mm256_or_ps(_mm256_and_ps(v, sign), _mm256_set1_ps(1.0));
-        _mm256_add_ps(t, _mm256_and_ps(up, step))
     }
 
     /// Max of |x| over 32 floats (the block's absolute maximum).

@@ -118,31 +118,12 @@ pub(crate) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn block_dot(bx: &BlockQ4_0, by: &BlockQ8_0, acc: __m256) -> __m256 {
-        let d = scale_product(bx.d, by.d);
-        let qx = _mm256_sub_epi8(nibbles32(&bx.qs), _mm256_set1_epi8(8));
-        let q = mul_sum_i8_pairs_float(qx, load_i8x32(&by.qs));
-        _mm256_fmadd_ps(d, q, acc)
-    }
-
-    #[inline]
+    /// ggml-cpu's AVX2 `vec_dot_q4_0_q8_0`, float order included (see `quant::tile`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn vec_dot_q8_0(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
-        // Two accumulators so consecutive blocks' FMAs do not wait on each other.
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut xp = x.chunks_exact(2);
-        let mut yp = y.chunks_exact(2);
-        for (bx, by) in (&mut xp).zip(&mut yp) {
-            acc0 = block_dot(&bx[0], &by[0], acc0);
-            acc1 = block_dot(&bx[1], &by[1], acc1);
-        }
-        for (bx, by) in xp.remainder().iter().zip(yp.remainder()) {
-            acc0 = block_dot(bx, by, acc0);
-        }
-        hsum_ps(_mm256_add_ps(acc0, acc1))
+        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
+        unsafe { super::super::tile::quant_dot::<super::super::tile::Q4_0>(x, y, &d, &[]) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]

@@ -123,35 +123,13 @@ pub(crate) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// Accumulates one block pair: `acc += dx*dy * q` (8 lanes), `ms += [_, _, mx*sy, _]`.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn block_dot(bx: &BlockQ4_1, by: &BlockQ8_1, acc: __m256, ms: __m128) -> (__m256, __m128) {
-        // One conversion for all four halves: [dx, dy, mx, sy] -> [dx*dy, _, mx*sy, _].
-        let h = halves4(bx.d, by.d, bx.m, by.s);
-        let prod = _mm_mul_ps(h, _mm_movehdup_ps(h));
-        let d = _mm256_broadcastss_ps(prod);
-        let q = mul_sum_us8_pairs_float(nibbles32(&bx.qs), load_i8x32(&by.qs));
-        (_mm256_fmadd_ps(d, q, acc), _mm_add_ps(ms, prod))
-    }
-
-    #[inline]
+    /// ggml-cpu's AVX2 `vec_dot_q4_1_q8_1`, float order included (see `quant::tile`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn vec_dot_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut ms = _mm_setzero_ps();
-        let mut xp = x.chunks_exact(2);
-        let mut yp = y.chunks_exact(2);
-        for (bx, by) in (&mut xp).zip(&mut yp) {
-            (acc0, ms) = block_dot(&bx[0], &by[0], acc0, ms);
-            (acc1, ms) = block_dot(&bx[1], &by[1], acc1, ms);
-        }
-        for (bx, by) in xp.remainder().iter().zip(yp.remainder()) {
-            (acc0, ms) = block_dot(bx, by, acc0, ms);
-        }
-        let summs = _mm_cvtss_f32(_mm_movehl_ps(ms, ms));
-        hsum_ps(_mm256_add_ps(acc0, acc1)) + summs
+        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+        let s: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.s)).collect();
+        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
+        unsafe { super::super::tile::quant_dot::<super::super::tile::Q4_1>(x, y, &d, &s) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]

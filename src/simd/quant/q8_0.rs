@@ -25,11 +25,13 @@ unsafe impl QuantBlock for BlockQ8_0 {
     const BYTES: usize = 34;
 }
 
-/// Quantizes `src` (`dst.len() * 32` values) byte-identically to ggml's `quantize_row_q8_0_ref`
-/// (which is also ggml-cpu's scalar activation quantizer): `d = amax / 127`, `q = roundf(x / d)`
-/// computed as `x * (1 / d)`, halves rounded away from zero. The AVX2 path reproduces this
-/// exactly rather than following ggml's AVX2 variant (`127 / amax`, ties to even), so results do
-/// not depend on the machine. Quants are always within -127..=127.
+/// Quantizes `src` (`dst.len() * 32` values) as ggml-cpu's activation quantizer does on the same
+/// kind of CPU, because the products that follow must see the same quants as stock's:
+/// - portable: ggml's `quantize_row_q8_0_ref`, `d = amax / 127`, `q = roundf(x * (1 / d))`,
+///   halves away from zero (also what ggml writes into files);
+/// - AVX2: ggml-cpu's AVX2 `quantize_row_q8_0`, `q = x * (127 / amax)` rounded half to even.
+///
+/// The two differ only in rare last-bit cases. Quants are always within -127..=127.
 pub fn quantize_row(src: &[f32], dst: &mut [BlockQ8_0]) {
     quantize_row_at(simd_level(), src, dst)
 }
@@ -115,8 +117,9 @@ pub(crate) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// Scales 32 floats by the block's inverse scale and rounds like C `roundf`, returning the
-    /// integers as 4x8 i32 plus the (unrounded) f32 scale. Shared with the Q8_1 quantizer.
+    /// Scales 32 floats by `127 / amax` and rounds half to even, as ggml-cpu's AVX2 quantizer,
+    /// returning the integers as 4x8 i32 plus the (unrounded) f32 scale `amax / 127`. Shared
+    /// with the Q8_1 quantizer.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn quantize_block(x: &[f32]) -> ([__m256i; 4], f32) {
@@ -128,8 +131,9 @@ pub(crate) mod x86 {
         ];
         let amax = abs_max32(&v);
         let d = amax / 127.0;
-        let id = _mm256_set1_ps(if d != 0.0 { 1.0 / d } else { 0.0 });
-        let q = v.map(|v| _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v, id))));
+        let id = _mm256_set1_ps(if amax != 0.0 { 127.0 / amax } else { 0.0 });
+        let round = |v: __m256| _mm256_round_ps::<{ _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC }>(_mm256_mul_ps(v, id));
+        let q = [round(v[0]), round(v[1]), round(v[2]), round(v[3])].map(|v| _mm256_cvtps_epi32(v));
         (q, d)
     }
 
@@ -142,29 +146,12 @@ pub(crate) mod x86 {
         }
     }
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn block_dot(bx: &BlockQ8_0, by: &BlockQ8_0, acc: __m256) -> __m256 {
-        let d = scale_product(bx.d, by.d);
-        let q = mul_sum_i8_pairs_float(load_i8x32(&bx.qs), load_i8x32(&by.qs));
-        _mm256_fmadd_ps(d, q, acc)
-    }
-
-    #[inline]
+    /// ggml-cpu's AVX2 `vec_dot_q8_0_q8_0`, float order included (see `quant::tile`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn vec_dot(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut xp = x.chunks_exact(2);
-        let mut yp = y.chunks_exact(2);
-        for (bx, by) in (&mut xp).zip(&mut yp) {
-            acc0 = block_dot(&bx[0], &by[0], acc0);
-            acc1 = block_dot(&bx[1], &by[1], acc1);
-        }
-        for (bx, by) in xp.remainder().iter().zip(yp.remainder()) {
-            acc0 = block_dot(bx, by, acc0);
-        }
-        hsum_ps(_mm256_add_ps(acc0, acc1))
+        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
+        unsafe { super::super::tile::quant_dot::<super::super::tile::Q8_0>(x, y, &d, &[]) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -191,22 +178,34 @@ mod tests {
         assert_eq!(std::mem::offset_of!(BlockQ8_0, qs), 2);
     }
 
+    /// ggml-cpu's AVX2 `quantize_row_q8_0`, element by element: `x * (127 / amax)`, ties to even.
+    pub(crate) fn ggml_avx2_rule(x: &[f32]) -> Vec<BlockQ8_0> {
+        x.chunks_exact(32)
+            .map(|x| {
+                let amax = x.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
+                let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+                BlockQ8_0 { d: fp32_to_fp16(amax / 127.0), qs: std::array::from_fn(|i| (x[i] * id).round_ties_even() as i8) }
+            })
+            .collect()
+    }
+
     #[test]
     fn quantize_hand_computed() {
         for level in available_levels() {
-            // amax 127 -> d = 1; ties round away from zero.
+            // amax 127 -> d = 1; ties: away from zero (ggml's scalar quantizer), to even (AVX2).
             let mut x = [0.0f32; 32];
             x[0] = 127.0;
-            x[1] = 2.5; // 3
-            x[2] = -2.5; // -3
-            x[3] = 1.49; // 1
-            x[4] = -126.5; // -127
-            x[31] = 0.5; // 1
+            x[1] = 2.5;
+            x[2] = -2.5;
+            x[3] = 1.49;
+            x[4] = -126.5;
+            x[31] = 0.5;
             let mut b = [BlockQ8_0::default()];
             quantize_row_at(level, &x, &mut b);
+            let (want, last) = if level == SimdLevel::Portable { ([127, 3, -3, 1, -127], 1) } else { ([127, 2, -2, 1, -126], 0) };
             assert_eq!(b[0].d, 0x3C00, "{level:?}");
-            assert_eq!(b[0].qs[..5], [127, 3, -3, 1, -127], "{level:?}");
-            assert_eq!(b[0].qs[31], 1, "{level:?}");
+            assert_eq!(b[0].qs[..5], want, "{level:?}");
+            assert_eq!(b[0].qs[31], last, "{level:?}");
             assert!(b[0].qs[5..31].iter().all(|&q| q == 0));
 
             quantize_row_at(level, &[0.0; 32], &mut b);
@@ -214,32 +213,34 @@ mod tests {
         }
     }
 
-    /// Byte-identical to ggml's quantize_row_q8_0_ref / dequantize_row_q8_0, on every level.
+    /// The portable quantizer is byte-identical to ggml's quantize_row_q8_0_ref; dequantization
+    /// is identical on every level.
     #[test]
     fn matches_ggml_golden() {
         for (seed, h) in GOLDEN {
             let x = golden_input(seed);
+            let mut b = vec![BlockQ8_0::default(); GOLDEN_NB];
+            quantize_row_at(SimdLevel::Portable, &x, &mut b);
+            assert_eq!(fnv(blocks_as_bytes(&b)), h[5], "quantize seed {seed}");
             for level in available_levels() {
-                let mut b = vec![BlockQ8_0::default(); GOLDEN_NB];
-                quantize_row_at(level, &x, &mut b);
-                assert_eq!(fnv(blocks_as_bytes(&b)), h[5], "quantize seed {seed} {level:?}");
                 let mut y = vec![0.0f32; x.len()];
                 dequantize_row_at(level, &b, &mut y);
                 assert_eq!(fnv(&f32_bytes(&y)), h[6], "dequantize seed {seed} {level:?}");
-                if seed == 1 {
-                    let mut want = vec![0u8, 60, 129];
-                    want.extend(241..=255u8);
-                    want.extend(1..=16u8);
-                    assert_eq!(blocks_as_bytes(&b[8..9]), &want[..]);
-                }
+            }
+            if seed == 1 {
+                let mut want = vec![0u8, 60, 129];
+                want.extend(241..=255u8);
+                want.extend(1..=16u8);
+                assert_eq!(blocks_as_bytes(&b[8..9]), &want[..]);
             }
         }
     }
 
-    /// SIMD and portable quantizers agree byte for byte on many random rows, including values
-    /// that land exactly on .5 after scaling.
+    /// Every level follows its ggml-cpu counterpart byte for byte on many random rows, including
+    /// values that land exactly on .5 after scaling: the portable one ggml's scalar rule, the
+    /// AVX2 one ggml's AVX2 rule.
     #[test]
-    fn quantize_levels_identical() {
+    fn quantize_levels_follow_ggml() {
         let mut rng = Lcg::new(21);
         for round in 0..200 {
             let scale = [1e-3f32, 1.0, 37.0, 1e4][round % 4];
@@ -250,11 +251,21 @@ mod tests {
                     *v = if i % 32 == 7 { -127.0 } else { ((rng.next_u32() % 253) as f32 - 126.0) + 0.5 };
                 }
             }
-            let mut want = vec![BlockQ8_0::default(); 8];
-            quantize_row_at(SimdLevel::Portable, &x, &mut want);
             for level in available_levels() {
                 let mut got = vec![BlockQ8_0::default(); 8];
                 quantize_row_at(level, &x, &mut got);
+                let want = if level == SimdLevel::Portable {
+                    x.chunks_exact(32)
+                        .map(|x| {
+                            let amax = x.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
+                            let d = amax / 127.0;
+                            let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                            BlockQ8_0 { d: fp32_to_fp16(d), qs: std::array::from_fn(|i| (x[i] * id).round() as i8) }
+                        })
+                        .collect()
+                } else {
+                    ggml_avx2_rule(&x)
+                };
                 assert_eq!(got, want, "{level:?} round {round}");
                 assert!(got.iter().all(|b| b.qs.iter().all(|&q| q != -128)));
             }

@@ -1,0 +1,307 @@
+//! Tiles of matrix-product outputs computed in exactly ggml-cpu's AVX2 float order.
+//!
+//! ggml-cpu computes every MUL_MAT output as one `vec_dot` of a weight row with the activation
+//! row converted to the weight type's partner format (Q8_0, Q8_1 or F16), and each `vec_dot` has
+//! a fixed accumulation order: one 8-lane accumulator fed block by block for the quantized
+//! types, four interleaved accumulators and a particular horizontal sum for F16/F32. The models
+//! quantize activations again before the next product, so a one-ulp difference flips a
+//! quantization step and grows through the layers. To give stock's answers we therefore keep
+//! ggml's arithmetic for every single output and take the speed from the loop nest instead: an
+//! `R x C` tile of outputs is computed together, each weight block unpacked once for `C`
+//! activation rows and each activation block loaded once for `R` weight rows (a gemm's register
+//! tiling around ggml's dot products). `R = C = 1` is ggml's `vec_dot` itself.
+//!
+//! Everything here needs AVX2, FMA and F16C; callers dispatch through `cpu_features`.
+
+use super::x86_util::*;
+use super::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, QuantBlock};
+use std::arch::x86_64::*;
+
+/// A quantized weight format with its activation partner, as ggml-cpu's AVX2 `vec_dot` sees them.
+///
+/// # Safety
+/// The methods use AVX2/FMA/F16C instructions: call them only from code running on a CPU that
+/// has them (the tile kernels below are `#[target_feature]` functions entered after detection).
+pub(crate) unsafe trait Format {
+    type W: QuantBlock;
+    type A: QuantBlock;
+    /// A weight block unpacked once and reused for every activation column of a tile.
+    type Prep: Copy;
+    /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
+    const HAS_MIN: bool;
+    /// The unpacked block, its scale and (Q4_1) its minimum, as f32.
+    unsafe fn prep(w: &Self::W) -> (Self::Prep, f32, f32);
+    /// The activation block's 32 quants.
+    unsafe fn acts(a: &Self::A) -> __m256i;
+    /// The block's integer dot product as 8 lanes of 4-product sums, converted to float. Integer
+    /// sums are exact, so only the lane grouping (bytes 4i..4i+4 in lane i) must match ggml.
+    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256;
+}
+
+pub(crate) struct Q4_0;
+pub(crate) struct Q4_1;
+pub(crate) struct Q8_0;
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl Format for Q4_0 {
+    type W = BlockQ4_0;
+    type A = BlockQ8_0;
+    /// (|q - 8|, q - 8): ggml's signed-times-signed trick moves the weight's sign onto the
+    /// activation so the unsigned-by-signed byte multiply applies.
+    type Prep = (__m256i, __m256i);
+    const HAS_MIN: bool = false;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ4_0) -> (Self::Prep, f32, f32) {
+        let q = _mm256_sub_epi8(nibbles32(&w.qs), _mm256_set1_epi8(8));
+        ((_mm256_sign_epi8(q, q), q), half(w.d), 0.0)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn acts(a: &BlockQ8_0) -> __m256i {
+        load_i8x32(&a.qs)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
+        mul_sum_us8_pairs_float(p.0, _mm256_sign_epi8(a, p.1))
+    }
+}
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl Format for Q8_0 {
+    type W = BlockQ8_0;
+    type A = BlockQ8_0;
+    type Prep = (__m256i, __m256i);
+    const HAS_MIN: bool = false;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ8_0) -> (Self::Prep, f32, f32) {
+        let q = load_i8x32(&w.qs);
+        ((_mm256_sign_epi8(q, q), q), half(w.d), 0.0)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn acts(a: &BlockQ8_0) -> __m256i {
+        load_i8x32(&a.qs)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
+        mul_sum_us8_pairs_float(p.0, _mm256_sign_epi8(a, p.1))
+    }
+}
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl Format for Q4_1 {
+    type W = BlockQ4_1;
+    type A = BlockQ8_1;
+    /// The nibbles are unsigned already.
+    type Prep = __m256i;
+    const HAS_MIN: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ4_1) -> (Self::Prep, f32, f32) {
+        let dm = halves4(w.d, w.m, 0, 0);
+        (nibbles32(&w.qs), _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn acts(a: &BlockQ8_1) -> __m256i {
+        load_i8x32(&a.qs)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
+        mul_sum_us8_pairs_float(p, a)
+    }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn half(h: u16) -> f32 {
+    _mm_cvtss_f32(halves4(h, 0, 0, 0))
+}
+
+/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
+/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
+/// of its columns from one place instead of converting a half per block and output.
+#[derive(Clone, Copy)]
+pub(crate) struct ActRows<'a, A> {
+    pub blocks: &'a [A],
+    pub d: &'a [f32],
+    pub s: &'a [f32],
+    pub nb: usize,
+    pub n: usize,
+}
+
+/// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
+/// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
+/// Q4_1, then `hsum(acc) (+ summs)`.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available. `w[r]` hold at least `a.nb` blocks; columns
+/// `c0..c0 + C` exist in `a` (checked).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&[F::W]; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
+    const { assert!(C <= 4, "Q4_1's minimum sums are kept one column per __m128 lane") };
+    let nb = a.nb;
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb));
+    assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    let mut summs = [_mm_setzero_ps(); R];
+    for b in 0..nb {
+        // SAFETY (for the Format calls in this loop): this function requires AVX2/FMA/F16C.
+        let mut prep = [unsafe { F::prep(&w[0][b]) }; R];
+        for r in 1..R {
+            prep[r] = unsafe { F::prep(&w[r][b]) };
+        }
+        let col = b * a.n + c0;
+        if F::HAS_MIN {
+            let mut s4 = [0f32; 4];
+            s4[..C].copy_from_slice(&a.s[col..col + C]);
+            // SAFETY: s4 is 4 readable f32.
+            let sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
+            for r in 0..R {
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(prep[r].2), sv, summs[r]);
+            }
+        }
+        for c in 0..C {
+            let qa = unsafe { F::acts(&a.blocks[(c0 + c) * nb + b]) };
+            let da = a.d[col + c];
+            for r in 0..R {
+                let q = unsafe { F::ints(prep[r].0, qa) };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(prep[r].1 * da), q, acc[r][c]);
+            }
+        }
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        let mut sm = [0f32; 4];
+        // SAFETY: sm is 4 writable f32.
+        unsafe { _mm_storeu_ps(sm.as_mut_ptr(), summs[r]) };
+        for c in 0..C {
+            out[r][c] = if F::HAS_MIN { hsum_ps(acc[r][c]) + sm[c] } else { hsum_ps(acc[r][c]) };
+        }
+    }
+    out
+}
+
+/// One weight row element type of the float products (F16 or F32), with how ggml-cpu finishes
+/// its dot product: F16 adds the leftovers (`k % 32`) in double, F32 in float with FMA (GCC
+/// contracts ggml's `sumf += x[i]*y[i]`).
+///
+/// # Safety
+/// `load8` uses AVX2/F16C; see [`Format`].
+pub(crate) unsafe trait FloatElem: Copy {
+    unsafe fn load8(row: &[Self], i: usize) -> __m256;
+    fn to_f32(self) -> f32;
+    fn finish(reduced: f32, w: &[Self], a: &[f32]) -> f32;
+}
+
+// SAFETY: AVX2/F16C-only body, see the trait.
+unsafe impl FloatElem for u16 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load8(row: &[u16], i: usize) -> __m256 {
+        super::f16::x86::load8_f16(&row[i..i + 8])
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        super::f16::fp16_to_fp32(self)
+    }
+    #[inline]
+    fn finish(reduced: f32, w: &[u16], a: &[f32]) -> f32 {
+        let mut sum = reduced as f64;
+        for (&x, &y) in w.iter().zip(a) {
+            sum += (x.to_f32() * y) as f64;
+        }
+        sum as f32
+    }
+}
+
+// SAFETY: AVX2-only body, see the trait.
+unsafe impl FloatElem for f32 {
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn load8(row: &[f32], i: usize) -> __m256 {
+        load8_f32(&row[i..i + 8])
+    }
+    #[inline]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline]
+    fn finish(reduced: f32, w: &[f32], a: &[f32]) -> f32 {
+        let mut sum = reduced;
+        for (&x, &y) in w.iter().zip(a) {
+            sum = x.mul_add(y, sum);
+        }
+        sum
+    }
+}
+
+/// Float outputs `(r, c)` of weight rows `w[r]` with activation rows `a[c]` (already rounded to
+/// what ggml's dot sees: F16 values for F16 weights), each in ggml's `vec_dot_f16/f32` order:
+/// four accumulators over 32-element steps (accumulator `j` takes elements `32i + 8j..+8`),
+/// reduced as `((acc0 + acc2) + (acc1 + acc3))`, halves added, two horizontal adds, then the
+/// leftovers. The four accumulators are independent chains, so they are computed one after the
+/// other: `R * C` live registers instead of `4 * R * C`.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available. All rows have the same length (checked).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w: [&[E]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+    let k = a[0].len();
+    assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
+    let np = k & !31;
+    let mut parts = [[[_mm256_setzero_ps(); 4]; C]; R];
+    for j in 0..4 {
+        let mut acc = [[_mm256_setzero_ps(); C]; R];
+        let mut i = 8 * j;
+        while i < np {
+            // SAFETY: i + 8 <= np <= k for every row; this function requires AVX2/F16C.
+            let mut wv = [unsafe { E::load8(w[0], i) }; R];
+            for r in 1..R {
+                wv[r] = unsafe { E::load8(w[r], i) };
+            }
+            for c in 0..C {
+                let av = load8_f32(&a[c][i..i + 8]);
+                for r in 0..R {
+                    acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+                }
+            }
+            i += 32;
+        }
+        for r in 0..R {
+            for c in 0..C {
+                parts[r][c][j] = acc[r][c];
+            }
+        }
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            let p = &parts[r][c];
+            let x = _mm256_add_ps(_mm256_add_ps(p[0], p[2]), _mm256_add_ps(p[1], p[3]));
+            let t0 = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
+            let t1 = _mm_hadd_ps(t0, t0);
+            let reduced = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+            out[r][c] = E::finish(reduced, &w[r][np..], &a[c][np..]);
+        }
+    }
+    out
+}
+
+/// ggml's `vec_dot` for one quantized row pair (`R = C = 1`).
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quant_dot<F: Format>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
+    let rows = ActRows { blocks: a, d, s, nb: a.len(), n: 1 };
+    // SAFETY: same requirements as this function.
+    unsafe { quant_tile::<F, 1, 1>([w], &rows, 0)[0][0] }
+}
