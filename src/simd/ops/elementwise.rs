@@ -1,10 +1,8 @@
 //! Element-wise f32 ops: binary ops with broadcasting (ADD, SUB, MUL, DIV), SCALE, SQR, SQRT, and
-//! the unary SILU and GELU. GELU uses ggml-cpu's fp16 lookup (the value of the fp16-rounded input,
-//! rounded to fp16), so that results match it exactly.
+//! the unary SILU and GELU, whose kernels (`vexp`, `gelu`) reproduce ggml-cpu's results.
 
 use super::{for_rows, Raw, Session};
-use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
-use once_cell::sync::Lazy;
+use crate::simd::{gelu, vexp};
 
 #[derive(Clone, Copy)]
 pub enum Binary {
@@ -52,30 +50,9 @@ pub enum Unary {
     Gelu,
 }
 
-/// ggml-cpu's table: gelu of every fp16 value, stored as fp16.
-static GELU_F16: Lazy<Vec<u16>> = Lazy::new(|| {
-    (0..=u16::MAX)
-        .map(|h| {
-            let x = fp16_to_fp32(h);
-            let g = 0.5 * x * (1.0 + (0.797_884_6_f32 * x * (1.0 + 0.044715 * x * x)).tanh());
-            fp32_to_fp16(g)
-        })
-        .collect()
-});
-
-fn gelu(x: f32) -> f32 {
-    if x <= -10.0 {
-        0.0
-    } else if x >= 10.0 {
-        x
-    } else {
-        fp16_to_fp32(GELU_F16[fp32_to_fp16(x) as usize])
-    }
-}
-
 pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
     if let Unary::Gelu = op {
-        Lazy::force(&GELU_F16);
+        gelu::prepare();
     }
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
@@ -85,8 +62,10 @@ pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
             Unary::Scale(v) => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x * v),
             Unary::Sqr => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x * x),
             Unary::Sqrt => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x.sqrt()),
-            Unary::Silu => d.iter_mut().zip(x).for_each(|(d, &x)| *d = x / (1.0 + (-x).exp())),
-            Unary::Gelu => d.iter_mut().zip(x).for_each(|(d, &x)| *d = gelu(x)),
+            // ggml-cpu runs these row by row, so rows (not the whole tensor) are where its vector
+            // loops leave their scalar tails
+            Unary::Silu => vexp::silu(x, d),
+            Unary::Gelu => gelu::gelu(x, d),
         }
     })
 }

@@ -1,7 +1,9 @@
 //! SOFT_MAX with ggml's extensions: a scale, an optional mask (F32 or F16, broadcast over rows),
-//! and ALiBi slopes when `max_bias > 0`.
+//! and ALiBi slopes when `max_bias > 0`. The row arithmetic is `softmax_row`'s.
 
 use super::{for_rows, Raw, Session};
+use crate::simd::softmax_row::{soft_max_row, Mask};
+use crate::simd::tensor::{F16, F32};
 
 pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, max_bias: f32) -> bool {
     let n_head = a.ne[2] as u32;
@@ -13,31 +15,33 @@ pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, ma
         let x = a.row_f32(i1, i2, i3);
         let d = dst.row_f32_mut(i1, i2, i3);
         let h = i2 as u32;
+        // powf, not powi: ggml calls powf, and repeated multiplication rounds differently
         let slope = if max_bias > 0.0 {
             if h < n_head_log2 {
-                m0.powi(h as i32 + 1)
+                m0.powf((h + 1) as f32)
             } else {
-                m1.powi(2 * (h - n_head_log2) as i32 + 1)
+                m1.powf((2 * (h - n_head_log2) + 1) as f32)
             }
         } else {
             1.0
         };
-        for i in 0..x.len() {
-            d[i] = x[i] * scale;
-        }
-        if let Some(m) = &mask {
-            let (j1, j2, j3) = (i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]);
-            for (i, v) in d.iter_mut().enumerate() {
-                *v += slope * m.read_f32(i, j1, j2, j3);
+        let n = x.len();
+        let gathered: Vec<f32>;
+        let mask = match &mask {
+            None => Mask::None,
+            Some(m) => {
+                let (j1, j2, j3) = (i1 % m.ne[1], i2 % m.ne[2], i3 % m.ne[3]);
+                if m.ty == F32 && m.nb[0] == 4 {
+                    Mask::F32(&m.row_f32(j1, j2, j3)[..n.min(m.ne[0])])
+                } else if m.ty == F16 && m.nb[0] == 2 {
+                    Mask::F16(m.row_bytes(j1, j2, j3, 2 * n.min(m.ne[0])))
+                } else {
+                    // strided mask rows: widen once (exact for F16) and take the F32 path
+                    gathered = (0..n.min(m.ne[0])).map(|i| m.read_f32(i, j1, j2, j3)).collect();
+                    Mask::F32(&gathered)
+                }
             }
-        }
-        let max = d.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let mut sum = 0f64;
-        for v in d.iter_mut() {
-            *v = (*v - max).exp();
-            sum += *v as f64;
-        }
-        let inv = (1.0 / sum) as f32;
-        d.iter_mut().for_each(|v| *v *= inv);
+        };
+        soft_max_row(x, d, mask, scale, slope);
     })
 }
