@@ -185,6 +185,10 @@ impl<'a> Acts<'a> {
     }
 }
 
+/// How a caller runs `f(j)` for every row `j < n` (possibly in parallel, see
+/// [`QuantizedActs::prepare_par`]).
+pub type ParRows<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum QKind {
     None,
@@ -228,30 +232,41 @@ impl QuantizedActs {
         self.prepare_at(simd_level(), wtype, acts)
     }
 
-    /// [`Self::prepare`] on an explicit kernel level (all levels give identical bytes).
+    /// [`Self::prepare`] on an explicit kernel level (each level converts as ggml-cpu does on
+    /// that kind of CPU).
     pub fn prepare_at(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>) {
+        self.prepare_par(level, wtype, acts, &|n, f| (0..n).for_each(f));
+    }
+
+    /// [`Self::prepare_at`] with the rows converted through `par(n, f)`, which must call `f(j)`
+    /// once for every `j < n`, in any order and on any threads (a prompt's activations are as
+    /// much work as a small matrix product, so the caller spreads them over its thread pool).
+    pub fn prepare_par(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>, par: ParRows<'_>) {
         let (k, n) = (acts.k, acts.n);
         self.k = k;
         self.n = n;
+        /// Converts row `j` of `acts` into `out`'s `j`-th chunk of `width` items, rows in parallel.
+        fn rows<T: Send>(out: &mut [T], width: usize, n: usize, par: ParRows<'_>, f: impl Fn(usize, &mut [T]) + Sync) {
+            let slots: Vec<parking_lot::Mutex<&mut [T]>> = out.chunks_exact_mut(width.max(1)).take(n).map(parking_lot::Mutex::new).collect();
+            par(slots.len(), &|j| f(j, &mut slots[j].lock()));
+        }
         match wtype {
             WType::F32 => self.kind = QKind::None,
             WType::F16 => {
                 self.kind = QKind::F16;
                 self.h.resize(n * k, 0.0);
-                let mut halves = vec![0u16; k];
-                for j in 0..n {
+                rows(&mut self.h, k, n, par, |j, out| {
+                    let mut halves = vec![0u16; k];
                     quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
-                    f16_to_f32_slice_at(level, &halves, &mut self.h[j * k..(j + 1) * k]);
-                }
+                    f16_to_f32_slice_at(level, &halves, out);
+                });
             }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_0;
                 let nb = k / QK;
                 self.q8_0.resize(nb * n, BlockQ8_0::default());
-                for j in 0..n {
-                    q8_0::quantize_row_at(level, acts.row(j), &mut self.q8_0[j * nb..(j + 1) * nb]);
-                }
+                rows(&mut self.q8_0, nb, n, par, |j, out| q8_0::quantize_row_at(level, acts.row(j), out));
                 self.d.resize(nb * n, 0.0);
                 for (i, b) in self.q8_0.iter().enumerate() {
                     self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
@@ -262,9 +277,7 @@ impl QuantizedActs {
                 self.kind = QKind::Q8_1;
                 let nb = k / QK;
                 self.q8_1.resize(nb * n, BlockQ8_1::default());
-                for j in 0..n {
-                    q8_1::quantize_row_at(level, acts.row(j), &mut self.q8_1[j * nb..(j + 1) * nb]);
-                }
+                rows(&mut self.q8_1, nb, n, par, |j, out| q8_1::quantize_row_at(level, acts.row(j), out));
                 self.d.resize(nb * n, 0.0);
                 self.s.resize(nb * n, 0.0);
                 for (i, b) in self.q8_1.iter().enumerate() {

@@ -8,11 +8,11 @@
 # registered as an ACCEL device next to ggml-cpu, so llama.cpp / whisper.cpp offload to it), with
 # <P>GGML_SCHED_DEBUG=1, and checks:
 #   - every split of every graph the scheduler printed runs on SIMD (so every compute node does);
-#   - llama: the first 16 greedy tokens equal stock's; the NMSE of the logits after the prompt is
-#     printed against the 1e-4 target and gated at 2e-2: ggml-cpu quantizes activations before
-#     every matrix product, so any ulp of difference upstream can flip a quantization step; ROPE,
-#     norms, copies and get_rows are bit-exact with ggml-cpu, while SILU, SOFT_MAX (ggml's own
-#     vectorized expf) and the dot products' summation order are not yet (README, "Measured");
+#   - llama: the first 16 greedy tokens equal stock's and the NMSE of the logits after the prompt
+#     is at most $GGML_RS_NMSE_GATE (default 1e-4, the target; on AVX2 SIMD reproduces ggml-cpu's
+#     float order and the logits are bit-identical). The portable kernels follow ggml's scalar
+#     rules instead, and since ggml-cpu quantizes activations before every matrix product, any
+#     ulp of difference upstream flips quantization steps: their test sets a looser gate;
 #   - whisper: the transcript's token ids equal stock's.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -31,9 +31,10 @@ env GGML_RS_SIMD=1 "${P}GGML_SCHED_DEBUG=1" "$simd" "$@" -v -o "$out/simd.bin" "
   || { tail -n 50 "$out/simd.log"; echo "FAIL: driver with GGML_RS_SIMD=1"; exit 1; }
 grep '^RESULT' "$out/stock.log" "$out/simd.log"
 
-python3 - "$host" "$out" "$HERE" <<'PY'
+python3 - "$host" "$out" "$HERE" "${GGML_RS_NMSE_GATE:-1e-4}" <<'PY'
 import importlib.util, struct, sys
 host, out, here = sys.argv[1:4]
+gate = float(sys.argv[4])
 spec = importlib.util.spec_from_file_location("cmpout", here + "/compare-outputs.py")
 cmpout = importlib.util.module_from_spec(spec); spec.loader.exec_module(cmpout)
 fail = []
@@ -52,8 +53,8 @@ if host == "llama":
     x = struct.unpack("<%df" % (len(pa) // 4), pa); y = struct.unpack("<%df" % (len(pb) // 4), pb)
     num = sum((u - v) ** 2 for u, v in zip(x, y)); den = sum(u * u for u in x)
     nmse = num / den
-    print("prompt logits NMSE vs stock: %.3g (target 1e-4: %s; gate 2e-2)" % (nmse, "met" if nmse <= 1e-4 else "NOT met"))
-    if not nmse <= 2e-2: fail.append("prompt logits NMSE %.3g > 2e-2" % nmse)
+    print("prompt logits NMSE vs stock: %.3g (target 1e-4: %s; gate %g)%s" % (nmse, "met" if nmse <= 1e-4 else "NOT met", gate, ", bit-identical" if pa == pb else ""))
+    if not nmse <= gate: fail.append("prompt logits NMSE %.3g > %g" % (nmse, gate))
 else:
     a, b = cmpout.read_whisper(out + "/stock.bin"), cmpout.read_whisper(out + "/simd.bin")
     ids = lambda segs: [[t[0] for t in s[0]] for s in segs]

@@ -6,9 +6,11 @@
 use super::{Raw, Session};
 use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::cpu_features::simd_level;
 use crate::simd::tensor::{F16, F32, Q4_0, Q4_1, Q8_0};
 use parking_lot::Mutex;
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn wtype(ty: i32) -> Option<WType> {
     match ty {
@@ -137,42 +139,55 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         Weights::new(a.bytes_at(off, (m - 1) * a.nb[1] + w.row_bytes(k)), w, k, a.nb[1], m)
     };
 
-    // quantized activations, prepared once per batch before the threads start
+    // activations in the weights' partner format, prepared once per batch (rows spread over the
+    // pool) before the products start
+    let prepared = std::cell::Cell::new(true);
     let quantized: Vec<QuantizedActs> = if matmul::needs_quantized_acts(w, n) {
         (0..batches.len())
             .map(|bi| {
                 let mut q = QuantizedActs::new();
-                q.prepare(w, &acts_of(bi));
+                q.prepare_par(simd_level(), w, &acts_of(bi), &|rows, f| {
+                    prepared.set(super::for_rows(s, rows, rows * k, f) && prepared.get());
+                });
                 q
             })
             .collect()
     } else {
         Vec::new()
     };
+    if !prepared.get() {
+        return false;
+    }
     let empty = QuantizedActs::new();
 
-    // every batch's output split into one column view per thread
-    let nth = s.n_threads();
+    // Every batch's output cut into chunks of weight rows that threads take in turn: a thread
+    // delayed by the OS (phones, shared machines) then costs only its current chunk, not a
+    // fixed share of the node (ggml-cpu balances its threads the same way).
     let stride = d.nb[1] / 4;
-    let multiple = if matmul::use_gemm(w, n) { matmul::gemm_tile_rows(k) } else { 1 };
-    let parts: Vec<Mutex<Vec<Option<DstView<'_>>>>> = batches
+    let gemm = matmul::use_gemm(w, n);
+    let chunk_rows = if gemm { matmul::gemm_tile_rows(k) } else if n == 1 { 64 } else { 16 };
+    let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
-        .map(|&(i2, i3)| {
+        .enumerate()
+        .flat_map(|(bi, &(i2, i3))| {
             let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (n - 1) * stride + m);
-            Mutex::new(DstView::new(full, n, m, stride).split_even(nth, multiple).into_iter().map(Some).collect())
+            DstView::new(full, n, m, stride).split_even(m.div_ceil(chunk_rows), chunk_rows).into_iter().map(move |v| (bi, Mutex::new(Some(v))))
         })
         .collect();
+    let next = AtomicUsize::new(0);
 
-    s.run(&|ith, _nth| {
+    s.run(&|_ith, _nth| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            for bi in 0..batches.len() {
-                let Some(view) = parts[bi].lock().get_mut(ith).and_then(Option::take) else { continue };
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                let Some((bi, slot)) = chunks.get(c) else { break };
+                let Some(view) = slot.lock().take() else { continue };
                 if view.weight_rows().is_empty() {
                     continue;
                 }
-                let q = quantized.get(bi).unwrap_or(&empty);
-                matmul::mul_mat(&weights_of(bi), &acts_of(bi), q, view, &mut scratch);
+                let q = quantized.get(*bi).unwrap_or(&empty);
+                matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
             }
         })
     })

@@ -13,6 +13,10 @@
 //!
 //! Everything here needs AVX2, FMA and F16C; callers dispatch through `cpu_features`.
 
+// Register tiles index several arrays (accumulators, prepared rows, scales) with the same row
+// and column numbers; iterator chains over them would hide which output each FMA feeds.
+#![allow(clippy::needless_range_loop)]
+
 use super::x86_util::*;
 use super::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, QuantBlock};
 use std::arch::x86_64::*;
