@@ -66,7 +66,9 @@ static void fill_random(struct G(context) * ctx) {
 }
 
 /* time of one graph compute on `be`, median over repeats, interleaved with the other backend */
+static const char * only; /* argv[3]: run just the cases whose name contains it */
 static void bench(const char * name, struct G(context) * ctx, tensor_t * out) {
+    if (only && !strstr(name, only)) { G(free)(ctx); return; }
     struct G(cgraph) * g = G(new_graph)(ctx);
     G(build_forward_expand)(g, out);
     GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(ctx, cpu);
@@ -100,6 +102,7 @@ static struct G(context) * new_ctx(void) {
 int main(int argc, char ** argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     repeats = argc > 2 ? atoi(argv[2]) : 7;
+    only = argc > 3 ? argv[3] : NULL;
     if (repeats > 64) repeats = 64;
     if (repeats < 1) repeats = 1;
     cpu = GB(cpu_init)();

@@ -185,6 +185,11 @@ impl<'a> Acts<'a> {
     }
 }
 
+thread_local! {
+    /// Row buffer for rounding activations to half precision.
+    static HALVES: std::cell::RefCell<Vec<u16>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How a caller runs `f(j)` for every row `j < n` (possibly in parallel, see
 /// [`QuantizedActs::prepare_par`]).
 pub type ParRows<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
@@ -256,9 +261,12 @@ impl QuantizedActs {
                 self.kind = QKind::F16;
                 self.h.resize(n * k, 0.0);
                 rows(&mut self.h, k, n, par, |j, out| {
-                    let mut halves = vec![0u16; k];
-                    quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
-                    f16_to_f32_slice_at(level, &halves, out);
+                    HALVES.with(|h| {
+                        let mut halves = h.borrow_mut();
+                        halves.resize(k, 0);
+                        quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
+                        f16_to_f32_slice_at(level, &halves, out);
+                    })
                 });
             }
             WType::Q4_0 | WType::Q8_0 => {
@@ -672,21 +680,14 @@ mod x86 {
         }
     }
 
-    /// Weight rows in pairs (fours when decoding one token, where there is one column to share)
-    /// and activation rows in fours, then the ragged edges.
+    /// Weight rows in pairs and activation rows in fours, then the ragged edges. (Four weight
+    /// rows per tile when decoding measured slower: the interleaved streams defeat the hardware
+    /// prefetcher even with software prefetch.)
     #[target_feature(enable = "avx2,fma,f16c")]
     fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         let rows = dst.weight_rows();
         let blocks = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
         let mut i = rows.start;
-        if a.n == 1 {
-            while i + 4 <= rows.end {
-                // SAFETY: AVX2/FMA/F16C are enabled here; rows hold k / 32 = a.nb blocks.
-                let out = unsafe { tile::quant_tile::<F, 4, 1>([blocks(i), blocks(i + 1), blocks(i + 2), blocks(i + 3)], a, 0) };
-                put(dst, i, 0, out);
-                i += 4;
-            }
-        }
         while i + 2 <= rows.end {
             quant_cols::<F, 2>([blocks(i), blocks(i + 1)], a, dst, i);
             i += 2;

@@ -113,6 +113,42 @@ impl Raw {
     pub fn rows_contiguous(&self, type_size: usize) -> bool {
         self.nb[0] == type_size
     }
+
+    /// Whether the elements are densely packed in row-major order (F32 or F16).
+    pub fn is_contiguous(&self) -> bool {
+        let ts = if self.ty == F16 { 2 } else { 4 };
+        self.nb[0] == ts && self.nb[1] == ts * self.ne[0] && self.nb[2] == self.nb[1] * self.ne[1] && self.nb[3] == self.nb[2] * self.ne[2]
+    }
+
+    /// Elements `start..start + len` of a contiguous F32 tensor.
+    pub fn flat_f32<'a>(&self, start: usize, len: usize) -> &'a [f32] {
+        debug_assert!(self.ty == F32 && self.is_contiguous() && start + len <= self.nelements());
+        // SAFETY: see the module doc; a contiguous tensor's elements are `nelements` packed f32.
+        unsafe { std::slice::from_raw_parts((self.data as *const f32).add(start), len) }
+    }
+
+    /// Elements `start..start + len` of a contiguous F16 tensor, as half bits.
+    pub fn flat_f16<'a>(&self, start: usize, len: usize) -> &'a [u16] {
+        debug_assert!(self.ty == F16 && self.is_contiguous() && start + len <= self.nelements());
+        // SAFETY: as above, packed u16.
+        unsafe { std::slice::from_raw_parts((self.data as *const u16).add(start), len) }
+    }
+
+    /// Mutable [`Self::flat_f32`]; the caller owns this range in the split.
+    #[allow(clippy::mut_from_ref)]
+    pub fn flat_f32_mut<'a>(&self, start: usize, len: usize) -> &'a mut [f32] {
+        debug_assert!(self.ty == F32 && self.is_contiguous() && start + len <= self.nelements());
+        // SAFETY: as above; ranges are written by exactly one thread.
+        unsafe { std::slice::from_raw_parts_mut((self.data as *mut f32).add(start), len) }
+    }
+
+    /// Mutable [`Self::flat_f16`]; the caller owns this range in the split.
+    #[allow(clippy::mut_from_ref)]
+    pub fn flat_f16_mut<'a>(&self, start: usize, len: usize) -> &'a mut [u16] {
+        debug_assert!(self.ty == F16 && self.is_contiguous() && start + len <= self.nelements());
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts_mut((self.data as *mut u16).add(start), len) }
+    }
 }
 
 impl Raw {

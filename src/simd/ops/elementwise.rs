@@ -2,6 +2,8 @@
 //! the unary SILU and GELU, whose kernels (`vexp`, `gelu`) reproduce ggml-cpu's results.
 
 use super::{for_rows, Raw, Session};
+use crate::simd::quant::f16::{f16_to_f32_slice, f32_to_f16_slice};
+use crate::simd::tensor::F16;
 use crate::simd::{gelu, vexp};
 
 #[derive(Clone, Copy)]
@@ -73,6 +75,20 @@ pub fn unary(s: &Session, op: Unary, dst: Raw, a: Raw) -> bool {
 /// CPY / DUP / CONT between F32 and F16 tensors of the same element count. Shapes may differ
 /// (ggml copies element `k` of `src` to element `k` of `dst`, both in row-major order).
 pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
+    if dst.is_contiguous() && src.is_contiguous() && dst.ptr(0, 0, 0, 0) != src.ptr(0, 0, 0, 0) {
+        // element k to element k whatever the shapes (the KV-cache writes): one flat conversion
+        const CHUNK: usize = 4096;
+        let n = dst.nelements();
+        return for_rows(s, n.div_ceil(CHUNK), n, |c| {
+            let (a, len) = (c * CHUNK, CHUNK.min(n - c * CHUNK));
+            match (src.ty, dst.ty) {
+                (F16, F16) => dst.flat_f16_mut(a, len).copy_from_slice(src.flat_f16(a, len)),
+                (F16, _) => f16_to_f32_slice(src.flat_f16(a, len), dst.flat_f32_mut(a, len)),
+                (_, F16) => f32_to_f16_slice(src.flat_f32(a, len), dst.flat_f16_mut(a, len)),
+                _ => dst.flat_f32_mut(a, len).copy_from_slice(src.flat_f32(a, len)),
+            }
+        });
+    }
     if dst.ne == src.ne {
         return for_rows(s, dst.nrows(), dst.nelements(), |r| {
             let (i1, i2, i3) = dst.row_index(r);

@@ -76,6 +76,8 @@ thread_local! {
     static ROUND_Q8_1: RefCell<Vec<crate::simd::quant::BlockQ8_1>> = const { RefCell::new(Vec::new()) };
     /// Per-thread gemm panel, reused across calls (the pool's threads live as long as the backend).
     static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    /// The calling thread's converted activations, one per batch, reused across products.
+    static PREPARED: RefCell<Vec<QuantizedActs>> = const { RefCell::new(Vec::new()) };
 }
 
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
@@ -142,20 +144,20 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // activations in the weights' partner format, prepared once per batch (rows spread over the
     // pool) before the products start
     let prepared = std::cell::Cell::new(true);
-    let quantized: Vec<QuantizedActs> = if matmul::needs_quantized_acts(w, n) {
-        (0..batches.len())
-            .map(|bi| {
-                let mut q = QuantizedActs::new();
-                q.prepare_par(simd_level(), w, &acts_of(bi), &|rows, f| {
-                    prepared.set(super::for_rows(s, rows, rows * k, f) && prepared.get());
-                });
-                q
-            })
-            .collect()
+    // (buffers kept per thread between calls: a decode step runs hundreds of products)
+    let mut quantized: Vec<QuantizedActs> = PREPARED.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    if matmul::needs_quantized_acts(w, n) {
+        quantized.resize_with(quantized.len().max(batches.len()), QuantizedActs::new);
+        for (bi, q) in quantized.iter_mut().enumerate().take(batches.len()) {
+            q.prepare_par(simd_level(), w, &acts_of(bi), &|rows, f| {
+                prepared.set(super::for_rows(s, rows, rows * k, f) && prepared.get());
+            });
+        }
     } else {
-        Vec::new()
-    };
+        quantized.clear();
+    }
     if !prepared.get() {
+        PREPARED.with(|p| *p.borrow_mut() = quantized);
         return false;
     }
     let empty = QuantizedActs::new();
@@ -176,7 +178,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         .collect();
     let next = AtomicUsize::new(0);
 
-    s.run(&|_ith, _nth| {
+    let ok = s.run(&|_ith, _nth| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             loop {
@@ -190,5 +192,8 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
                 matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
             }
         })
-    })
+    });
+    drop(chunks);
+    PREPARED.with(|p| *p.borrow_mut() = quantized);
+    ok
 }

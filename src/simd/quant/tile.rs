@@ -139,6 +139,9 @@ pub(crate) struct ActRows<'a, A> {
     pub n: usize,
 }
 
+/// How far ahead of the block being multiplied a matrix-vector product prefetches its weights.
+const PREFETCH_BLOCKS: usize = 24;
+
 /// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
 /// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
 /// Q4_1, then `hsum(acc) (+ summs)`.
@@ -156,27 +159,36 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut summs = [_mm_setzero_ps(); R];
     for b in 0..nb {
-        // SAFETY (for the Format calls in this loop): this function requires AVX2/FMA/F16C.
-        let mut prep = [unsafe { F::prep(&w[0][b]) }; R];
-        for r in 1..R {
-            prep[r] = unsafe { F::prep(&w[r][b]) };
-        }
         let col = b * a.n + c0;
+        // SAFETY (for the Format calls in this loop): this function requires AVX2/FMA/F16C.
+        let mut qa = [_mm256_setzero_si256(); C];
+        let mut da = [0f32; C];
+        for c in 0..C {
+            qa[c] = unsafe { F::acts(&a.blocks[(c0 + c) * nb + b]) };
+            da[c] = a.d[col + c];
+        }
+        let mut sv = _mm_setzero_ps();
         if F::HAS_MIN {
             let mut s4 = [0f32; 4];
             s4[..C].copy_from_slice(&a.s[col..col + C]);
             // SAFETY: s4 is 4 readable f32.
-            let sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
-            for r in 0..R {
-                summs[r] = _mm_fmadd_ps(_mm_set1_ps(prep[r].2), sv, summs[r]);
-            }
+            sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
         }
-        for c in 0..C {
-            let qa = unsafe { F::acts(&a.blocks[(c0 + c) * nb + b]) };
-            let da = a.d[col + c];
-            for r in 0..R {
-                let q = unsafe { F::ints(prep[r].0, qa) };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(prep[r].1 * da), q, acc[r][c]);
+        // each weight block is unpacked once and used for every column while in registers
+        for r in 0..R {
+            if C == 1 {
+                // One activation row: the weights stream from memory once and the loop waits on
+                // them; fetch a few blocks ahead (prefetching never faults, even past the row).
+                let ahead = (w[r].as_ptr() as *const i8).wrapping_add((b + PREFETCH_BLOCKS) * std::mem::size_of::<F::W>());
+                _mm_prefetch::<_MM_HINT_T0>(ahead);
+            }
+            let (p, dw, mw) = unsafe { F::prep(&w[r][b]) };
+            if F::HAS_MIN {
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
+            }
+            for c in 0..C {
+                let q = unsafe { F::ints(p, qa[c]) };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), q, acc[r][c]);
             }
         }
     }
