@@ -2,6 +2,7 @@
 //! cos/sin, then rotation of dimension pairs; dimensions past `n_dims` are copied.
 
 use super::{for_rows, param_f32, Raw, Session};
+use crate::simd::cpu_features::{simd_level, SimdLevel};
 
 pub const MODE_NEOX: i32 = 2;
 
@@ -56,6 +57,31 @@ fn yarn(theta_extrap: f32, p: &RopeParams, corr: &[f32; 2], i0: usize) -> (f32, 
     (theta.cos() * mscale, theta.sin() * mscale)
 }
 
+/// Rotates the first `n_dims` values of one row by the position's table and copies the rest.
+#[inline(always)]
+fn rotate(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    let mut i0 = 0;
+    while i0 < n_dims {
+        let (c, sn) = (cache[i0], cache[i0 + 1]);
+        let (j0, j1) = if neox { (i0 / 2, i0 / 2 + n_dims / 2) } else { (i0, i0 + 1) };
+        let (x0, x1) = (x[j0], x[j1]);
+        // the fused forms a C compiler contracts ggml's `x0*c - x1*s` / `x0*s + x1*c` to
+        // when FMA is available (GCC and clang do by default): same bits as ggml-cpu
+        d[j0] = x0.mul_add(c, -(x1 * sn));
+        d[j1] = x0.mul_add(sn, x1 * c);
+        i0 += 2;
+    }
+    d[n_dims..].copy_from_slice(&x[n_dims..]);
+}
+
+/// [`rotate`] compiled with FMA, so `mul_add` is one instruction instead of a call to libm's
+/// `fmaf` (same result, several times faster).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn rotate_fma(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    rotate(x, d, cache, n_dims, neox)
+}
+
 /// `dst` and `a` are [head_dim, n_head, n_tokens, 1]; `pos` holds one I32 position per token.
 pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, p: &RopeParams) -> bool {
     let corr = corr_dims(p);
@@ -78,21 +104,18 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
             theta *= theta_scale;
             i0 += 2;
         }
+        let fused = simd_level() == SimdLevel::Avx2;
         for i1 in 0..a.ne[1] {
             let x = a.row_f32(i1, i2, i3);
             let d = dst.row_f32_mut(i1, i2, i3);
-            let mut i0 = 0;
-            while i0 < p.n_dims {
-                let (c, sn) = (cache[i0], cache[i0 + 1]);
-                let (j0, j1) = if neox { (i0 / 2, i0 / 2 + p.n_dims / 2) } else { (i0, i0 + 1) };
-                let (x0, x1) = (x[j0], x[j1]);
-                // the fused forms a C compiler contracts ggml's `x0*c - x1*s` / `x0*s + x1*c` to
-                // when FMA is available (GCC and clang do by default): same bits as ggml-cpu
-                d[j0] = x0.mul_add(c, -(x1 * sn));
-                d[j1] = x0.mul_add(sn, x1 * c);
-                i0 += 2;
+            #[cfg(target_arch = "x86_64")]
+            if fused {
+                // SAFETY: the Avx2 level is only reported when FMA was detected at runtime.
+                unsafe { rotate_fma(x, d, &cache, p.n_dims, neox) };
+                continue;
             }
-            d[p.n_dims..ne0].copy_from_slice(&x[p.n_dims..ne0]);
+            let _ = fused;
+            rotate(x, d, &cache, p.n_dims, neox);
         }
     })
 }
