@@ -167,7 +167,10 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // fixed share of the node (ggml-cpu balances its threads the same way).
     let stride = d.nb[1] / 4;
     let gemm = matmul::use_gemm(w, n);
-    let chunk_rows = if gemm { matmul::gemm_tile_rows(k) } else if n == 1 { 64 } else { 16 };
+    // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
+    // counter): 256 rows measured best against 16..512 and one chunk per thread; with many
+    // activations a 16-row chunk is already plenty of work.
+    let chunk_rows = if gemm { matmul::gemm_tile_rows(k) } else if n == 1 { 256 } else { 16 };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
