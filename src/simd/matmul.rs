@@ -683,6 +683,7 @@ mod x86 {
     /// Weight rows in pairs and activation rows in fours, then the ragged edges. (Four weight
     /// rows per tile when decoding measured slower: the interleaved streams defeat the hardware
     /// prefetcher even with software prefetch.)
+    #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
     #[target_feature(enable = "avx2,fma,f16c")]
     fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         let rows = dst.weight_rows();
@@ -715,6 +716,7 @@ mod x86 {
         }
     }
 
+    #[inline(never)] // as quant_rows
     #[target_feature(enable = "avx2,fma,f16c")]
     fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
         let rows = dst.weight_rows();

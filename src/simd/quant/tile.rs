@@ -189,8 +189,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
             for c in 0..C {
                 let q = unsafe { F::ints(p, qa[c]) };
                 acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), q, acc[r][c]);
-            }
-        }
+            }        }
     }
     let mut out = [[0f32; C]; R];
     for r in 0..R {
@@ -274,7 +273,22 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
     assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
     let np = k & !31;
     let mut parts = [[[_mm256_setzero_ps(); 4]; C]; R];
-    for j in 0..4 {
+    if C == 1 {
+        // One activation row (decoding): all four accumulators in one pass, 4R registers.
+        let mut i = 0;
+        while i < np {
+            for j in 0..4 {
+                let av = load8_f32(&a[0][i + 8 * j..i + 8 * j + 8]);
+                for r in 0..R {
+                    // SAFETY: i + 8j + 8 <= np <= k; this function requires AVX2/F16C.
+                    let wv = unsafe { E::load8(w[r], i + 8 * j) };
+                    parts[r][0][j] = _mm256_fmadd_ps(wv, av, parts[r][0][j]);
+                }
+            }
+            i += 32;
+        }
+    }
+    for j in 0..if C == 1 { 0 } else { 4 } {
         let mut acc = [[_mm256_setzero_ps(); C]; R];
         let mut i = 8 * j;
         while i < np {
