@@ -11,15 +11,24 @@ use std::sync::OnceLock;
 /// Environment variable that, when set to anything but `""`/`"0"`, forces [`SimdLevel::Portable`].
 pub const PORTABLE_ENV: &str = "GGML_RS_SIMD_PORTABLE";
 
-/// A family of kernels. Ordered: a machine that can run a level can run every lower one.
+/// A family of kernels. Every machine runs `Portable` plus at most one SIMD level of its own
+/// architecture (`Avx2` on x86_64, `Neon` on aarch64); asking for another architecture's level
+/// gets `Portable` (see [`clamp_level`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SimdLevel {
     /// Plain Rust, written so LLVM can auto-vectorize it; the reference the SIMD paths are tested
-    /// against. On aarch64 this is what runs (no hand-written NEON yet).
+    /// against.
     Portable,
     /// x86_64 with AVX2 + FMA + F16C (Haswell / Zen and later). One level for all three because
     /// no shipping CPU has AVX2 without the other two, and one flag keeps dispatch trivial.
     Avx2,
+    /// aarch64 Advanced SIMD (NEON), which the architecture makes mandatory, so this level needs
+    /// no detection. The kernels follow ggml-cpu's NEON code as built for phones with the dot
+    /// product extension (llama.rn's `*_dotprod` libraries). `sdot` itself is optional (Armv8.2+,
+    /// `is_aarch64_feature_detected!("dotprod")`, cached in [`has_dotprod`]): where it is missing
+    /// the same per-lane integer sums are formed with widening multiplies and pairwise adds, so
+    /// the results are identical either way and only the speed differs.
+    Neon,
 }
 
 /// Best level the hardware supports, ignoring the environment override.
@@ -37,17 +46,41 @@ pub fn simd_level() -> SimdLevel {
     })
 }
 
-/// Every level this machine can execute, lowest first, so tests can compare them all.
+/// Every level this machine can execute, `Portable` first, so tests can compare them all.
 pub fn available_levels() -> Vec<SimdLevel> {
     let hw = hardware_level();
-    [SimdLevel::Portable, SimdLevel::Avx2].into_iter().filter(|l| *l <= hw).collect()
+    if hw == SimdLevel::Portable {
+        vec![SimdLevel::Portable]
+    } else {
+        vec![SimdLevel::Portable, hw]
+    }
 }
 
-/// Clamps a requested level to what the hardware can run. The `*_at` entry points go through
-/// this, which is what makes them safe to call with any level.
+/// Maps a requested level to one the hardware can run: itself when it is `Portable` or the
+/// detected level, else `Portable` (the level of another architecture, or AVX2 on an old x86).
+/// The `*_at` entry points go through this, which is what makes them safe to call with any level.
 #[inline]
 pub fn clamp_level(requested: SimdLevel) -> SimdLevel {
-    requested.min(hardware_level())
+    if requested == hardware_level() {
+        requested
+    } else {
+        SimdLevel::Portable
+    }
+}
+
+/// Whether the CPU has the Armv8.2 dot product instructions (`sdot`); always false elsewhere.
+/// Only the NEON integer kernels' speed depends on it (see [`SimdLevel::Neon`]).
+#[inline]
+pub fn has_dotprod() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    {
+        static DOT: OnceLock<bool> = OnceLock::new();
+        *DOT.get_or_init(|| std::arch::is_aarch64_feature_detected!("dotprod"))
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        false
+    }
 }
 
 /// The env override as a pure function, so its parsing is testable without touching the
@@ -62,6 +95,11 @@ pub fn level_from_env(value: Option<&str>, hw: SimdLevel) -> SimdLevel {
 }
 
 fn detect_hardware() -> SimdLevel {
+    #[cfg(target_arch = "aarch64")]
+    {
+        // NEON is part of the aarch64 base ISA (and Rust's aarch64 targets enable it).
+        SimdLevel::Neon
+    }
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx2")
@@ -70,8 +108,12 @@ fn detect_hardware() -> SimdLevel {
         {
             return SimdLevel::Avx2;
         }
+        SimdLevel::Portable
     }
-    SimdLevel::Portable
+    #[cfg(not(any(target_arch = "aarch64", target_arch = "x86_64")))]
+    {
+        SimdLevel::Portable
+    }
 }
 
 #[cfg(test)]
@@ -90,13 +132,31 @@ mod tests {
         assert_eq!(level_from_env(Some("1"), SimdLevel::Portable), SimdLevel::Portable);
     }
 
+    /// `GGML_RS_EXPECT_DOTPROD=1|0` (set by scripts/test-aarch64.sh per emulated CPU) makes sure
+    /// both integer paths of the NEON kernels really ran.
+    #[test]
+    fn dotprod_detection_as_expected() {
+        if let Some(v) = std::env::var("GGML_RS_EXPECT_DOTPROD").ok().filter(|v| !v.trim().is_empty()) {
+            assert_eq!(has_dotprod(), v.trim() == "1", "GGML_RS_EXPECT_DOTPROD={v}");
+        }
+        #[cfg(not(target_arch = "aarch64"))]
+        assert!(!has_dotprod());
+    }
+
     #[test]
     fn levels_are_consistent() {
         let levels = available_levels();
         assert_eq!(levels[0], SimdLevel::Portable);
         assert_eq!(*levels.last().unwrap(), hardware_level());
         assert!(simd_level() <= hardware_level());
-        assert_eq!(clamp_level(SimdLevel::Avx2), hardware_level());
         assert_eq!(clamp_level(SimdLevel::Portable), SimdLevel::Portable);
+        assert_eq!(clamp_level(hardware_level()), hardware_level());
+        #[cfg(target_arch = "aarch64")]
+        {
+            assert_eq!(hardware_level(), SimdLevel::Neon);
+            assert_eq!(clamp_level(SimdLevel::Avx2), SimdLevel::Portable);
+        }
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(clamp_level(SimdLevel::Neon), SimdLevel::Portable);
     }
 }

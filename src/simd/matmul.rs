@@ -317,9 +317,9 @@ impl QuantizedActs {
         &self.h[j * self.k..(j + 1) * self.k]
     }
 
-    #[cfg(target_arch = "x86_64")]
-    fn tile_rows<'q, A: quant::QuantBlock>(&'q self, blocks: &'q [A]) -> quant::tile::ActRows<'q, A> {
-        quant::tile::ActRows { blocks, d: &self.d, s: &self.s, nb: self.k / QK, n: self.n }
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    fn tile_rows<'q, A: quant::QuantBlock>(&'q self, blocks: &'q [A]) -> quant::ActRows<'q, A> {
+        quant::ActRows { blocks, d: &self.d, s: &self.s, nb: self.k / QK, n: self.n }
     }
 }
 
@@ -442,8 +442,8 @@ fn dot_f32_portable(a: &[f32], b: &[f32]) -> f32 {
     quant::f16::dot_lanes(a.len().min(b.len()), |i| a[i] * b[i])
 }
 
-/// Picks the kernel for `acts.n` activations: on AVX2 always ggml's dot products (tiled, see
-/// `quant::tile`), so results equal ggml-cpu's bit for bit; on the portable level dot products
+/// Picks the kernel for `acts.n` activations: on AVX2 and NEON always ggml's dot products (tiled,
+/// see `quant::tile` / `quant::tile_neon`), so results equal ggml-cpu's bit for bit; on the portable level dot products
 /// below [`WType::gemm_min_batch`] and sgemm above. `q` is read unless
 /// [`needs_quantized_acts`] says it need not be prepared.
 pub fn mul_mat(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: DstView<'_>, scratch: &mut Vec<f32>) {
@@ -501,6 +501,8 @@ pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &Qu
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::mul_mat_tiles(w, acts, q, &mut dst) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::mul_mat_tiles(w, acts, q, &mut dst),
         _ => mul_mat_vec_portable(w, acts, q, &mut dst),
     }
 }
@@ -771,6 +773,128 @@ mod x86 {
             sum += a[j] * b[j];
         }
         sum
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::*;
+    use crate::simd::quant::tile_neon as tile;
+
+    /// Every output of `dst` with ggml-cpu's NEON arithmetic, in register tiles of weight rows x
+    /// activation rows (see `quant::tile_neon`); `sdot` for the integer sums where the CPU has
+    /// it (same values without).
+    pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        if crate::simd::cpu_features::has_dotprod() {
+            // SAFETY: dotprod was detected at runtime.
+            unsafe { tiles_sdot(w, acts, q, dst) }
+        } else {
+            // SAFETY: DOT = false needs nothing beyond NEON.
+            unsafe { tiles::<false>(w, acts, q, dst) }
+        }
+    }
+
+    /// # Safety
+    /// The CPU must have the dot product extension.
+    #[target_feature(enable = "dotprod")]
+    unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        // SAFETY: this function requires dotprod.
+        unsafe { tiles::<true>(w, acts, q, dst) }
+    }
+
+    /// # Safety
+    /// With `DOT`, the CPU must have the dot product extension.
+    #[inline(always)]
+    unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        // SAFETY (quant_rows): passed on from this function's contract.
+        match w.wtype {
+            WType::Q4_0 => unsafe { quant_rows::<tile::Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q4_1 => unsafe { quant_rows::<tile::Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+            WType::Q8_0 => unsafe { quant_rows::<tile::Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
+            WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
+        }
+    }
+
+    /// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
+    #[inline(always)]
+    fn put<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, out: [[f32; C]; R]) {
+        let r0 = dst.rows.start;
+        for (c, col) in (j..j + C).enumerate() {
+            let row = dst.row_mut(col);
+            for r in 0..R {
+                row[i + r - r0] = out[r][c];
+            }
+        }
+    }
+
+    /// Weight rows in pairs and activation rows in fours, then the ragged edges (the AVX2
+    /// shape; not tuned on a phone yet).
+    ///
+    /// # Safety
+    /// With `DOT`, the CPU must have the dot product extension.
+    #[inline(always)]
+    unsafe fn quant_rows<F: tile::Format, const DOT: bool>(w: &Weights<'_>, a: &quant::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let blocks = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
+        let mut i = rows.start;
+        // SAFETY (quant_cols): passed on.
+        while i + 2 <= rows.end {
+            unsafe { quant_cols::<F, DOT, 2>([blocks(i), blocks(i + 1)], a, dst, i) };
+            i += 2;
+        }
+        if i < rows.end {
+            unsafe { quant_cols::<F, DOT, 1>([blocks(i)], a, dst, i) };
+        }
+    }
+
+    /// # Safety
+    /// With `DOT`, the CPU must have the dot product extension.
+    #[inline(always)]
+    unsafe fn quant_cols<F: tile::Format, const DOT: bool, const R: usize>(wr: [&[F::W]; R], a: &quant::ActRows<'_, F::A>, dst: &mut DstView<'_>, i: usize) {
+        let n = a.n;
+        let mut j = 0;
+        // SAFETY (all tile calls): dotprod when DOT, by this function's contract; the kernels
+        // check that columns j..j + C exist and that the rows hold a.nb blocks.
+        while j + 4 <= n {
+            put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 4>(wr, a, j) });
+            j += 4;
+        }
+        match n - j {
+            3 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 3>(wr, a, j) }),
+            2 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 2>(wr, a, j) }),
+            1 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 1>(wr, a, j) }),
+            _ => {}
+        }
+    }
+
+    #[inline(always)]
+    fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let n = dst.n();
+        let mut i = rows.start;
+        while i + 2 <= rows.end {
+            float_cols::<E, 2>([w(i), w(i + 1)], &a, n, dst, i);
+            i += 2;
+        }
+        if i < rows.end {
+            float_cols::<E, 1>([w(i)], &a, n, dst, i);
+        }
+    }
+
+    #[inline(always)]
+    fn float_cols<'a, E: tile::FloatElem, const R: usize>(wr: [&[E]; R], a: &impl Fn(usize) -> &'a [f32], n: usize, dst: &mut DstView<'_>, i: usize) {
+        let mut j = 0;
+        while j + 4 <= n {
+            put(dst, i, j, tile::float_tile::<E, R, 4>(wr, [a(j), a(j + 1), a(j + 2), a(j + 3)]));
+            j += 4;
+        }
+        match n - j {
+            3 => put(dst, i, j, tile::float_tile::<E, R, 3>(wr, [a(j), a(j + 1), a(j + 2)])),
+            2 => put(dst, i, j, tile::float_tile::<E, R, 2>(wr, [a(j), a(j + 1)])),
+            1 => put(dst, i, j, tile::float_tile::<E, R, 1>(wr, [a(j)])),
+            _ => {}
+        }
     }
 }
 

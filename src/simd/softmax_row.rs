@@ -6,7 +6,9 @@
 //! expf (see [`crate::simd::vexp`]) with each group of 8 summed in f32 by a fixed tree and added
 //! to an f64 total, and finally `e * (float)(1.0 / total)`. The AVX2 level repeats each of those
 //! roundings, so its rows equal ggml-cpu's bit for bit; it only fuses the first three passes into
-//! one, which changes no value. The portable level keeps the structure with unfused arithmetic.
+//! one, which changes no value. The NEON level does the same with ggml's NEON widths: exp and the
+//! f32 partial sums in groups of 4 (`vaddvq_f32`), libm `expf` for the last `n % 4`; the mask
+//! FMA is what clang makes of `wp[i] += slope*mp[i]` under its default `-ffp-contract=on`. The portable level keeps the structure with unfused arithmetic.
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
 use crate::simd::quant::f16::fp16_to_fp32;
@@ -53,6 +55,8 @@ pub fn soft_max_row_at(level: SimdLevel, x: &[f32], y: &mut [f32], mask: Mask<'_
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::soft_max_row(x, y, mask, scale, slope) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::soft_max_row(x, y, mask, scale, slope),
         _ => portable(x, y, mask, scale, slope),
     }
 }
@@ -173,6 +177,74 @@ mod x86 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::Mask;
+    use crate::simd::vexp::neon::v_expf;
+    use std::arch::aarch64::*;
+
+    /// The caller passes `x`, `y` and `mask` holding at least `y.len()` elements.
+    pub(super) fn soft_max_row(x: &[f32], y: &mut [f32], mask: Mask<'_>, scale: f32, slope: f32) {
+        let n = y.len().min(x.len()).min(mask.len());
+        let full = n / 4 * 4;
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        let (vslope, mut vmax) = unsafe { (vdupq_n_f32(slope), vdupq_n_f32(f32::NEG_INFINITY)) };
+
+        // pass 1: w = x * scale (+ slope * mask, fused) and its max
+        for i in (0..full).step_by(4) {
+            // SAFETY: i + 4 <= full <= n, and n bounds x, y and an F32 mask; NEON is baseline.
+            unsafe {
+                let mut w = vmulq_n_f32(vld1q_f32(x.as_ptr().add(i)), scale);
+                w = match mask {
+                    Mask::None => w,
+                    Mask::F32(m) => vfmaq_f32(w, vslope, vld1q_f32(m.as_ptr().add(i))),
+                    Mask::F16(_) => {
+                        let m = [mask.get(i), mask.get(i + 1), mask.get(i + 2), mask.get(i + 3)];
+                        vfmaq_f32(w, vslope, vld1q_f32(m.as_ptr()))
+                    }
+                };
+                vst1q_f32(y.as_mut_ptr().add(i), w);
+                vmax = vmaxq_f32(vmax, w);
+            }
+        }
+        // order-free without NaNs (see `ggml_max`); a NaN propagates, and makes the row NaN anyway
+        // SAFETY: NEON intrinsic (aarch64 baseline).
+        let mut max = unsafe { vmaxvq_f32(vmax) };
+        for i in full..n {
+            let mut w = x[i] * scale;
+            if !matches!(mask, Mask::None) {
+                w = slope.mul_add(mask.get(i), w);
+            }
+            y[i] = w;
+            max = max.max(w);
+        }
+
+        // pass 2: e = exp(w - max) in place, each group of 4 summed in f32, the groups in f64
+        // SAFETY: NEON intrinsic (aarch64 baseline).
+        let vm = unsafe { vdupq_n_f32(max) };
+        let mut sum = 0f64;
+        for i in (0..full).step_by(4) {
+            // SAFETY: i + 4 <= full <= y.len().
+            unsafe {
+                let p = y.as_mut_ptr().add(i);
+                let e = v_expf(vsubq_f32(vld1q_f32(p), vm));
+                vst1q_f32(p, e);
+                sum += vaddvq_f32(e) as f64;
+            }
+        }
+        for v in &mut y[full..n] {
+            *v = (*v - max).exp();
+            sum += *v as f64;
+        }
+
+        // pass 3: normalize by the f32 rounding of the f64 reciprocal
+        let inv = (1.0 / sum) as f32;
+        for v in &mut y[..n] {
+            *v *= inv;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +279,53 @@ mod tests {
                     for (i, (&w, &g)) in want.iter().zip(&got).enumerate() {
                         assert!((w - g).abs() <= 1e-6 * w.abs().max(1e-30), "{level:?} n={n} [{i}]: {g} vs {w}");
                     }
+                }
+            }
+        }
+    }
+
+    /// ggml-cpu's NEON soft_max row in scalar Rust: fused mask add, exp body in groups of 4
+    /// summed as `(e0 + e1) + (e2 + e3)`, libm for the tail.
+    #[cfg(target_arch = "aarch64")]
+    fn neon_model(x: &[f32], mask: Option<&[f32]>, scale: f32, slope: f32) -> Vec<f32> {
+        use crate::simd::vexp::tests::v_expf_model;
+        let n = x.len();
+        let w: Vec<f32> = (0..n).map(|i| match mask {
+            Some(m) => slope.mul_add(m[i], x[i] * scale),
+            None => x[i] * scale,
+        }).collect();
+        let max = ggml_max(&w);
+        let body = n / 4 * 4;
+        let mut e = vec![0f32; n];
+        let mut sum = 0f64;
+        for g in (0..body).step_by(4) {
+            for i in g..g + 4 {
+                e[i] = v_expf_model(w[i] - max);
+            }
+            sum += ((e[g] + e[g + 1]) + (e[g + 2] + e[g + 3])) as f64;
+        }
+        for i in body..n {
+            e[i] = (w[i] - max).exp();
+            sum += e[i] as f64;
+        }
+        let inv = (1.0 / sum) as f32;
+        e.iter().map(|v| v * inv).collect()
+    }
+
+    #[cfg(target_arch = "aarch64")]
+    #[test]
+    fn neon_matches_ggml_model_bit_for_bit() {
+        for n in [1usize, 3, 4, 5, 8, 37, 203, 1024] {
+            let x = row(n, 3 * n as u32);
+            let m = row(n, 11 + n as u32);
+            let m16: Vec<u8> = m.iter().flat_map(|&v| crate::simd::quant::f16::fp32_to_fp16(v).to_le_bytes()).collect();
+            let m16f: Vec<f32> = m.iter().map(|&v| crate::simd::quant::f16::fp16_to_fp32(crate::simd::quant::f16::fp32_to_fp16(v))).collect();
+            for (mask, mf) in [(Mask::None, None), (Mask::F32(&m), Some(&m[..])), (Mask::F16(&m16), Some(&m16f[..]))] {
+                let want = neon_model(&x, mf, 0.125, 0.7);
+                let mut got = vec![0.0; n];
+                soft_max_row_at(SimdLevel::Neon, &x, &mut got, mask, 0.125, 0.7);
+                for i in 0..n {
+                    assert_eq!(got[i].to_bits(), want[i].to_bits(), "n={n} [{i}]");
                 }
             }
         }

@@ -1,12 +1,13 @@
 //! The exponential behind SILU and SOFT_MAX, computed the way ggml-cpu computes it.
 //!
-//! ggml-cpu does not call libm's `expf` in those ops: it runs its own 8-wide polynomial
+//! ggml-cpu does not call libm's `expf` in those ops: it runs its own 8-wide (AVX2) or 4-wide (NEON) polynomial
 //! (`ggml_v_expf`, adapted from ARM's optimized-routines expf, at most ~1.95 ulp from the true
-//! value) over the first `n - n % 8` elements of a row and libm's `expf` over the rest. Reproducing
-//! its results bit for bit therefore means the same split: the AVX2 level evaluates the same
-//! polynomial with the same fused operations in the same order, and the leftovers go through
-//! `f32::exp`, which on the hosts' platforms is that same libm `expf`. The portable level uses
-//! `f32::exp` for everything; it agrees with the AVX2 level within 2 ulp.
+//! value) over the first `n - n % 8` (NEON: `n - n % 4`) elements of a row and libm's `expf` over the
+//! rest. Reproducing its results bit for bit therefore means the same split: the AVX2 and NEON
+//! levels evaluate the same polynomial with the same fused operations in the same order (the two
+//! ggml variants are the same arithmetic, only the vector width differs), and the leftovers go
+//! through `f32::exp`, which on the hosts' platforms is that same libm `expf` (bionic's on
+//! Android). The portable level uses `f32::exp` for everything; it agrees within 2 ulp.
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
 
@@ -23,6 +24,8 @@ pub fn silu_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::silu(x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::silu(x, y),
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = silu_scalar(x)),
     }
 }
@@ -35,6 +38,8 @@ pub fn exp_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::exp(x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::exp(x, y),
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = x.exp()),
     }
 }
@@ -45,22 +50,27 @@ pub(crate) fn silu_scalar(x: f32) -> f32 {
     x / (1.0 + (-x).exp())
 }
 
+/// ggml_v_expf's constants (hex floats in the C source, spelled as their bits here).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+mod consts {
+    /// 0x1.8p23: adding it rounds a float below 2^22 to an integer, left in the low mantissa bits.
+    pub(super) const SHIFTER: u32 = 0x4b40_0000;
+    pub(super) const LOG2E: u32 = 0x3fb8_aa3b; // 0x1.715476p+0
+    pub(super) const LN2_HI: u32 = 0x3f31_7200; // 0x1.62e4p-1
+    pub(super) const LN2_LO: u32 = 0x35bf_be8e; // 0x1.7f7d1cp-20
+    pub(super) const C4: u32 = 0x3c07_2010; // 0x1.0e4020p-7
+    pub(super) const C3: u32 = 0x3d2b_9f17; // 0x1.573e2ep-5
+    pub(super) const C2: u32 = 0x3e2a_af33; // 0x1.555e66p-3
+    pub(super) const C1: u32 = 0x3eff_fedb; // 0x1.fffdb6p-2
+    pub(super) const C0: u32 = 0x3f7f_fff6; // 0x1.ffffecp-1
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
     use super::silu_scalar;
     use std::arch::x86_64::*;
 
-    // ggml_v_expf's constants (hex floats in the C source, spelled as their bits here).
-    /// 0x1.8p23: adding it rounds a float below 2^22 to an integer, left in the low mantissa bits.
-    const SHIFTER: u32 = 0x4b40_0000;
-    const LOG2E: u32 = 0x3fb8_aa3b; // 0x1.715476p+0
-    const LN2_HI: u32 = 0x3f31_7200; // 0x1.62e4p-1
-    const LN2_LO: u32 = 0x35bf_be8e; // 0x1.7f7d1cp-20
-    const C4: u32 = 0x3c07_2010; // 0x1.0e4020p-7
-    const C3: u32 = 0x3d2b_9f17; // 0x1.573e2ep-5
-    const C2: u32 = 0x3e2a_af33; // 0x1.555e66p-3
-    const C1: u32 = 0x3eff_fedb; // 0x1.fffdb6p-2
-    const C0: u32 = 0x3f7f_fff6; // 0x1.ffffecp-1
+    use super::consts::*;
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -142,8 +152,91 @@ pub(crate) mod x86 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon {
+    use super::consts::*;
+    use super::silu_scalar;
+    use std::arch::aarch64::*;
+
+    /// # Safety
+    /// None beyond NEON, which aarch64 always has (`unsafe` only to call the intrinsics).
+    #[inline(always)]
+    unsafe fn splat(bits: u32) -> float32x4_t {
+        vreinterpretq_f32_u32(vdupq_n_u32(bits))
+    }
+
+    /// e^x for 4 lanes: ggml's `ggml_v_expf` (NEON variant), operation for operation. Same
+    /// algorithm as the AVX2 `v_expf` (see there); `vfmaq_f32(a, b, c)` is `a + b * c`, fused.
+    #[inline(always)]
+    pub(crate) fn v_expf(x: float32x4_t) -> float32x4_t {
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        unsafe { v_expf_body(x) }
+    }
+
+    /// # Safety
+    /// None beyond NEON (see `splat`).
+    #[inline(always)]
+    unsafe fn v_expf_body(x: float32x4_t) -> float32x4_t {
+        let r = splat(SHIFTER);
+        let z = vfmaq_f32(r, x, splat(LOG2E));
+        let n = vsubq_f32(z, r);
+        let b = vfmsq_f32(vfmsq_f32(x, n, splat(LN2_HI)), n, splat(LN2_LO));
+        let e = vshlq_n_u32::<23>(vreinterpretq_u32_f32(z));
+        let k = vreinterpretq_f32_u32(vaddq_u32(e, vreinterpretq_u32_f32(vdupq_n_f32(1.0))));
+        let c = vcagtq_f32(n, vdupq_n_f32(126.0));
+        let u = vmulq_f32(b, b);
+        let j = vfmaq_f32(
+            vmulq_f32(splat(C0), b),
+            vfmaq_f32(vfmaq_f32(splat(C1), splat(C2), b), vfmaq_f32(splat(C3), splat(C4), b), u),
+            u,
+        );
+        if vmaxvq_u32(c) == 0 {
+            return vfmaq_f32(k, j, k);
+        }
+        let d = vandq_u32(vclezq_f32(n), vdupq_n_u32(0x8200_0000));
+        let s1 = vreinterpretq_f32_u32(vaddq_u32(d, vdupq_n_u32(0x7f00_0000)));
+        let s2 = vreinterpretq_f32_u32(vsubq_u32(e, d));
+        vbslq_f32(
+            vcagtq_f32(n, vdupq_n_f32(192.0)),
+            vmulq_f32(s1, s1),
+            vbslq_f32(c, vmulq_f32(vfmaq_f32(s2, s2, j), s1), vfmaq_f32(k, k, j)),
+        )
+    }
+
+    /// ggml's `ggml_v_silu` (NEON): `x / (1 + e^(0 - x))`.
+    #[inline(always)]
+    pub(crate) fn v_silu(x: float32x4_t) -> float32x4_t {
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        unsafe {
+            let e = v_expf(vsubq_f32(vdupq_n_f32(0.0), x));
+            vdivq_f32(x, vaddq_f32(vdupq_n_f32(1.0), e))
+        }
+    }
+
+    /// Applies `f` to each full group of 4 and `tail` to the last `n % 4` elements.
+    #[inline(always)]
+    fn map4(x: &[f32], y: &mut [f32], f: impl Fn(float32x4_t) -> float32x4_t, tail: impl Fn(f32) -> f32) {
+        let full = x.len().min(y.len()) / 4 * 4;
+        for (xs, ys) in x[..full].chunks_exact(4).zip(y[..full].chunks_exact_mut(4)) {
+            // SAFETY: both chunks hold exactly 4 f32.
+            unsafe { vst1q_f32(ys.as_mut_ptr(), f(vld1q_f32(xs.as_ptr()))) };
+        }
+        for (y, &x) in y[full..].iter_mut().zip(&x[full..]) {
+            *y = tail(x);
+        }
+    }
+
+    pub(super) fn silu(x: &[f32], y: &mut [f32]) {
+        map4(x, y, v_silu, silu_scalar)
+    }
+
+    pub(super) fn exp(x: &[f32], y: &mut [f32]) {
+        map4(x, y, v_expf, f32::exp)
+    }
+}
+
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::simd::cpu_features::available_levels;
 
@@ -171,6 +264,78 @@ mod tests {
         v
     }
 
+    /// ggml_v_expf lane by lane in scalar Rust (every `vfmaq`/`_mm256_fmadd_ps` a `mul_add`):
+    /// the AVX2 and NEON vector bodies must equal it bit for bit.
+    pub(crate) fn v_expf_model(x: f32) -> f32 {
+        use super::consts::*;
+        let f = f32::from_bits;
+        let r = f(SHIFTER);
+        let z = x.mul_add(f(LOG2E), r);
+        let n = z - r;
+        let b = (-n).mul_add(f(LN2_LO), (-n).mul_add(f(LN2_HI), x));
+        let e = z.to_bits() << 23;
+        let k = f(e.wrapping_add(1.0f32.to_bits()));
+        let u = b * b;
+        let j = f(C4).mul_add(b, f(C3)).mul_add(u, f(C2).mul_add(b, f(C1))).mul_add(u, f(C0) * b);
+        if !(n.abs() > 126.0) {
+            return j.mul_add(k, k);
+        }
+        let d: u32 = if n <= 0.0 { 0x8200_0000 } else { 0 };
+        let s1 = f(d.wrapping_add(0x7f00_0000));
+        let s2 = f(e.wrapping_sub(d));
+        if n.abs() > 192.0 {
+            s1 * s1
+        } else {
+            s2.mul_add(j, s2) * s1
+        }
+    }
+
+    /// Vector width of a level's exp/silu body (the rest of a row goes through libm).
+    fn width(level: SimdLevel) -> usize {
+        match level {
+            SimdLevel::Avx2 => 8,
+            SimdLevel::Neon => 4,
+            SimdLevel::Portable => 0,
+        }
+    }
+
+    #[test]
+    fn simd_exp_is_ggml_v_expf_bit_for_bit() {
+        let mut x = sweep();
+        x.truncate(x.len() / 8 * 8 + 3); // a ragged tail for both widths
+        for level in available_levels() {
+            let w = width(level);
+            if w == 0 {
+                continue;
+            }
+            let mut y = vec![0.0; x.len()];
+            exp_at(level, &x, &mut y);
+            let body = x.len() / w * w;
+            for (i, (&x, &g)) in x.iter().zip(&y).enumerate() {
+                let want = if i < body { v_expf_model(x) } else { x.exp() };
+                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "{level:?} [{i}] exp({x:e}) = {g:e}, want {want:e}");
+            }
+            // silu: x / (1 + e^(0 - x)) on the same body
+            let mut s = vec![0.0; x.len()];
+            silu_at(level, &x, &mut s);
+            for (i, (&x, &g)) in x.iter().zip(&s).enumerate() {
+                let want = if i < body { x / (1.0 + v_expf_model(0.0 - x)) } else { silu_scalar(x) };
+                assert!(g.to_bits() == want.to_bits() || (g.is_nan() && want.is_nan()), "{level:?} [{i}] silu({x:e}) = {g:e}, want {want:e}");
+            }
+        }
+    }
+
+    /// Hand-computed: values whose exponential the polynomial gets exactly.
+    #[test]
+    fn v_expf_model_hand_computed() {
+        assert_eq!(v_expf_model(0.0), 1.0);
+        assert_eq!(v_expf_model(-0.0), 1.0);
+        assert_eq!(v_expf_model(f32::INFINITY), f32::INFINITY);
+        assert_eq!(v_expf_model(f32::NEG_INFINITY), 0.0);
+        assert!((v_expf_model(1.0) - std::f32::consts::E).abs() <= 2.0 * f32::EPSILON * 3.0);
+        assert!((v_expf_model(-100.0) / 3.720_076e-44 - 1.0).abs() < 0.05);
+    }
+
     #[test]
     fn exp_levels_agree_within_2_ulp() {
         let x = sweep();
@@ -192,7 +357,7 @@ mod tests {
     #[test]
     fn exp_special_values() {
         for level in available_levels() {
-            // 8 lanes so the AVX2 level takes its vector path, including the |n| > 126 branch
+            // 8 lanes so the AVX2 (and NEON) levels take their vector paths, including the |n| > 126 branch
             let x = [f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, -104.0, 89.0, -200.0, f32::NAN];
             let mut y = [0.0; 8];
             exp_at(level, &x, &mut y);

@@ -14,6 +14,8 @@ pub mod q8_0;
 pub mod q8_1;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod tile;
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod tile_neon;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
@@ -22,6 +24,19 @@ pub use q8_1::BlockQ8_1;
 
 /// Values per block for every format here (ggml's QK4_0 = QK4_1 = QK8_0 = QK8_1 = 32).
 pub const QK: usize = 32;
+
+/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
+/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
+/// of its columns from one place instead of converting a half per block and output.
+#[derive(Clone, Copy)]
+#[allow(dead_code)] // read by the SIMD tile kernels only
+pub(crate) struct ActRows<'a, A> {
+    pub blocks: &'a [A],
+    pub d: &'a [f32],
+    pub s: &'a [f32],
+    pub nb: usize,
+    pub n: usize,
+}
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///

@@ -93,6 +93,11 @@ pub fn vec_dot_q4_0_q8_0_at(level: SimdLevel, x: &[BlockQ4_0], y: &[BlockQ8_0]) 
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::vec_dot_q8_0(x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => {
+            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+            super::tile_neon::quant_dot::<super::tile_neon::Q4_0>(x, y, &d, &[])
+        }
         _ => vec_dot_portable(x, y),
     }
 }

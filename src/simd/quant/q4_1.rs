@@ -97,6 +97,12 @@ pub fn vec_dot_q4_1_q8_1_at(level: SimdLevel, x: &[BlockQ4_1], y: &[BlockQ8_1]) 
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::vec_dot_q8_1(x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => {
+            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+            let s: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.s)).collect();
+            super::tile_neon::quant_dot::<super::tile_neon::Q4_1>(x, y, &d, &s)
+        }
         _ => vec_dot_portable(x, y),
     }
 }

@@ -29,9 +29,11 @@ unsafe impl QuantBlock for BlockQ8_0 {
 /// kind of CPU, because the products that follow must see the same quants as stock's:
 /// - portable: ggml's `quantize_row_q8_0_ref`, `d = amax / 127`, `q = roundf(x * (1 / d))`,
 ///   halves away from zero (also what ggml writes into files);
-/// - AVX2: ggml-cpu's AVX2 `quantize_row_q8_0`, `q = x * (127 / amax)` rounded half to even.
+/// - AVX2: ggml-cpu's AVX2 `quantize_row_q8_0`, `q = x * (127 / amax)` rounded half to even;
+/// - NEON: ggml-cpu's NEON `quantize_row_q8_0`, `q = x * (1 / d)` (as the portable rule)
+///   rounded half to even (`vcvtnq_s32_f32`).
 ///
-/// The two differ only in rare last-bit cases. Quants are always within -127..=127.
+/// They differ only in rare last-bit cases. Quants are always within -127..=127.
 pub fn quantize_row(src: &[f32], dst: &mut [BlockQ8_0]) {
     quantize_row_at(simd_level(), src, dst)
 }
@@ -44,6 +46,8 @@ pub fn quantize_row_at(level: SimdLevel, src: &[f32], dst: &mut [BlockQ8_0]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::quantize(src, dst) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::quantize(src, dst),
         _ => {
             for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
                 let amax = x.iter().fold(0.0f32, |a, &v| if a > v.abs() { a } else { v.abs() });
@@ -97,6 +101,11 @@ pub fn vec_dot_q8_0_q8_0_at(level: SimdLevel, x: &[BlockQ8_0], y: &[BlockQ8_0]) 
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::vec_dot(x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => {
+            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
+            super::tile_neon::quant_dot::<super::tile_neon::Q8_0>(x, y, &d, &[])
+        }
         _ => vec_dot_portable(x, y),
     }
 }
@@ -165,6 +174,55 @@ pub(crate) mod x86 {
     }
 }
 
+#[cfg(target_arch = "aarch64")]
+pub(crate) mod neon {
+    use super::*;
+    use std::arch::aarch64::*;
+
+    /// ggml-cpu's NEON block quantizer: amax by a `vmaxq` tree, `d = amax / 127`, `id = 1 / d`,
+    /// `q = vcvtnq(x * id)` (ties to even). Returns the 8x4 integers and the unrounded f32 `d`.
+    /// Shared with the Q8_1 quantizer.
+    #[inline(always)]
+    pub(crate) fn quantize_block(x: &[f32]) -> ([int32x4_t; 8], f32) {
+        let x = &x[..QK];
+        // SAFETY: `x` holds 32 f32, so every 4-element load at 4j (j < 8) is in bounds; the
+        // other intrinsics are NEON, which is part of the aarch64 baseline.
+        unsafe {
+            let v: [float32x4_t; 8] = std::array::from_fn(|j| vld1q_f32(x.as_ptr().add(4 * j)));
+            let a: [float32x4_t; 8] = v.map(|v| vabsq_f32(v));
+            let m = vmaxq_f32(
+                vmaxq_f32(vmaxq_f32(a[0], a[1]), vmaxq_f32(a[2], a[3])),
+                vmaxq_f32(vmaxq_f32(a[4], a[5]), vmaxq_f32(a[6], a[7])),
+            );
+            let amax = vmaxvq_f32(m);
+            let d = amax / 127.0;
+            let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+            (v.map(|v| vcvtnq_s32_f32(vmulq_n_f32(v, id))), d)
+        }
+    }
+
+    /// 32 integers in -128..=127 to bytes, element order kept.
+    #[inline(always)]
+    pub(crate) fn store_i32x32_as_i8(q: &[int32x4_t; 8], out: &mut [i8; 32]) {
+        // SAFETY: `out` is 32 writable bytes; NEON is part of the aarch64 baseline.
+        unsafe {
+            let h = |a: int32x4_t, b: int32x4_t| vcombine_s16(vmovn_s32(a), vmovn_s32(b));
+            let lo = vcombine_s8(vmovn_s16(h(q[0], q[1])), vmovn_s16(h(q[2], q[3])));
+            let hi = vcombine_s8(vmovn_s16(h(q[4], q[5])), vmovn_s16(h(q[6], q[7])));
+            vst1q_s8(out.as_mut_ptr(), lo);
+            vst1q_s8(out.as_mut_ptr().add(16), hi);
+        }
+    }
+
+    pub(super) fn quantize(src: &[f32], dst: &mut [BlockQ8_0]) {
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            let (q, d) = quantize_block(x);
+            y.d = fp32_to_fp16(d);
+            store_i32x32_as_i8(&q, &mut y.qs);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::blocks_as_bytes;
@@ -189,6 +247,54 @@ mod tests {
             .collect()
     }
 
+    /// ggml's scalar (`roundf`) and NEON (`vcvtnq`, ties to even) rules: `x * (1 / d)`.
+    pub(crate) fn ggml_inverse_rule(x: &[f32], round: fn(f32) -> f32) -> Vec<BlockQ8_0> {
+        x.chunks_exact(32)
+            .map(|x| {
+                let amax = x.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
+                let d = amax / 127.0;
+                let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+                BlockQ8_0 { d: fp32_to_fp16(d), qs: std::array::from_fn(|i| round(x[i] * id) as i8) }
+            })
+            .collect()
+    }
+
+    /// Where `x * (1/d)` and `x * (127/amax)` round differently the NEON quantizer must follow
+    /// the former: such inputs are rare at random, so search next to the rounding midpoints.
+    #[test]
+    fn neon_rule_is_the_inverse_scale() {
+        let mut rng = Lcg::new(31);
+        let mut differing = Vec::new();
+        while differing.len() < 64 {
+            let amax = 1.0 + (rng.next_f32() + 1.0) * 4.0;
+            let d = amax / 127.0;
+            let (id, id2) = (1.0 / d, 127.0 / amax);
+            for k in 0..126 {
+                let mid = (k as f32 + 0.5) * d;
+                for delta in -3i32..=3 {
+                    let x = f32::from_bits((mid.to_bits() as i32 + delta) as u32);
+                    if (x * id).round_ties_even() != (x * id2).round_ties_even() {
+                        let mut block = [0.0f32; 32];
+                        block[0] = -amax;
+                        block[1 + differing.len() % 31] = x;
+                        differing.push(block);
+                    }
+                }
+            }
+        }
+        for block in &differing {
+            let inv = ggml_inverse_rule(block, f32::round_ties_even);
+            assert_ne!(inv, ggml_avx2_rule(block));
+            for level in available_levels() {
+                if level == SimdLevel::Neon {
+                    let mut got = [BlockQ8_0::default()];
+                    quantize_row_at(level, block, &mut got);
+                    assert_eq!(got[0], inv[0]);
+                }
+            }
+        }
+    }
+
     #[test]
     fn quantize_hand_computed() {
         for level in available_levels() {
@@ -203,6 +309,7 @@ mod tests {
             let mut b = [BlockQ8_0::default()];
             quantize_row_at(level, &x, &mut b);
             let (want, last) = if level == SimdLevel::Portable { ([127, 3, -3, 1, -127], 1) } else { ([127, 2, -2, 1, -126], 0) };
+            // (both SIMD rules round ties to even; with d = 1 their scales agree)
             assert_eq!(b[0].d, 0x3C00, "{level:?}");
             assert_eq!(b[0].qs[..5], want, "{level:?}");
             assert_eq!(b[0].qs[31], last, "{level:?}");
@@ -254,17 +361,10 @@ mod tests {
             for level in available_levels() {
                 let mut got = vec![BlockQ8_0::default(); 8];
                 quantize_row_at(level, &x, &mut got);
-                let want = if level == SimdLevel::Portable {
-                    x.chunks_exact(32)
-                        .map(|x| {
-                            let amax = x.iter().fold(0.0f32, |a, &v| a.max(v.abs()));
-                            let d = amax / 127.0;
-                            let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-                            BlockQ8_0 { d: fp32_to_fp16(d), qs: std::array::from_fn(|i| (x[i] * id).round() as i8) }
-                        })
-                        .collect()
-                } else {
-                    ggml_avx2_rule(&x)
+                let want = match level {
+                    SimdLevel::Portable => ggml_inverse_rule(&x, f32::round),
+                    SimdLevel::Neon => ggml_inverse_rule(&x, f32::round_ties_even),
+                    SimdLevel::Avx2 => ggml_avx2_rule(&x),
                 };
                 assert_eq!(got, want, "{level:?} round {round}");
                 assert!(got.iter().all(|b| b.qs.iter().all(|&q| q != -128)));

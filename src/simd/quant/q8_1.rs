@@ -39,6 +39,8 @@ pub fn quantize_row_at(level: SimdLevel, src: &[f32], dst: &mut [BlockQ8_1]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 => unsafe { x86::quantize(src, dst) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::quantize(src, dst),
         _ => {
             for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
                 let amax = x.iter().fold(0.0f32, |a, &v| if a > v.abs() { a } else { v.abs() });
@@ -82,6 +84,26 @@ mod x86 {
             let sum = hsum_i32_8(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
             y.s = fp32_to_fp16(sum as f32 * d);
             store_i8x32(&mut y.qs, pack_i32x32_to_i8(q));
+        }
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::super::q8_0::neon::{quantize_block, store_i32x32_as_i8};
+    use super::*;
+    use std::arch::aarch64::*;
+
+    /// ggml-cpu's NEON `quantize_row_q8_1`: Q8_0's NEON rule, and `s = half(d * sum)` with the
+    /// integer sum reduced by `vaddvq_s32` (exact).
+    pub(super) fn quantize(src: &[f32], dst: &mut [BlockQ8_1]) {
+        for (x, y) in src.chunks_exact(QK).zip(dst.iter_mut()) {
+            let (q, d) = quantize_block(x);
+            y.d = fp32_to_fp16(d);
+            // SAFETY: NEON intrinsics (aarch64 baseline).
+            let sum = unsafe { vaddvq_s32(q.iter().fold(vdupq_n_s32(0), |a, &v| vaddq_s32(a, v))) };
+            y.s = fp32_to_fp16(d * sum as f32);
+            store_i32x32_as_i8(&q, &mut y.qs);
         }
     }
 }

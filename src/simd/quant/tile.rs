@@ -127,17 +127,7 @@ fn half(h: u16) -> f32 {
     _mm_cvtss_f32(halves4(h, 0, 0, 0))
 }
 
-/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
-/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
-/// of its columns from one place instead of converting a half per block and output.
-#[derive(Clone, Copy)]
-pub(crate) struct ActRows<'a, A> {
-    pub blocks: &'a [A],
-    pub d: &'a [f32],
-    pub s: &'a [f32],
-    pub nb: usize,
-    pub n: usize,
-}
+pub(crate) use super::ActRows;
 
 /// How far ahead of the block being multiplied a matrix-vector product prefetches its weights.
 const PREFETCH_BLOCKS: usize = 24;

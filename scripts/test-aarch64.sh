@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The SIMD crate tests cross-compiled for aarch64 and run under qemu-user, twice: on qemu's
+# default CPU (has the dot product extension, so the `sdot` kernels run) and on a Cortex-A53
+# (Armv8.0, no dotprod: the base-NEON integer kernels run). Not part of scripts/test.sh.
+#   JOBS      (default: 2)      cargo build jobs
+#   FILTER    (default: simd)   test name filter passed to the test binary
+#   CPUS      (default: "max cortex-a53")  qemu -cpu models to run the tests on
+# Extra arguments go to the test binary (e.g. --nocapture).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${JOBS:-2}"
+FILTER="${FILTER:-simd}"
+CPUS="${CPUS:-max cortex-a53}"
+TARGET=aarch64-unknown-linux-gnu
+
+# Toolchain: Rust target, cross gcc/libc (for build.rs's host.c and linking), qemu-user.
+rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"
+if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null \
+    || [ ! -d /usr/aarch64-linux-gnu/lib ]; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update
+    $SUDO apt-get install -y qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+fi
+
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+
+# Build once, then run the test binary directly under each CPU model.
+cargo test --release --lib --target "$TARGET" -j "$JOBS" --no-run
+BIN=$(cargo test --release --lib --target "$TARGET" -j "$JOBS" --no-run --message-format=json 2>/dev/null \
+    | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
+[ -n "$BIN" ] || { echo "test binary not found" >&2; exit 1; }
+for cpu in $CPUS; do
+    # qemu's "max" CPU has FEAT_DotProd, the Cortex-A53 (Armv8.0) does not; other models: unchecked
+    case "$cpu" in
+        max) expect=1 ;;
+        cortex-a53|cortex-a57|cortex-a72) expect=0 ;;
+        *) expect= ;;
+    esac
+    echo "== qemu-aarch64 -cpu $cpu (expect dotprod: ${expect:-?}): $BIN $FILTER"
+    GGML_RS_EXPECT_DOTPROD="$expect" qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "$BIN" "$FILTER" "$@"
+done

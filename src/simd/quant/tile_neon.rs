@@ -1,0 +1,701 @@
+//! Tiles of matrix-product outputs computed in ggml-cpu's NEON float order (aarch64).
+//!
+//! Same idea as the AVX2 `quant::tile`: ggml-cpu computes every MUL_MAT output as one `vec_dot`
+//! with a fixed accumulation order, the models re-quantize activations before the next product
+//! (so one ulp can flip a quantization step), and we keep ggml's arithmetic for every output
+//! while computing an `R x C` tile of outputs together for speed.
+//!
+//! What ggml-cpu's NEON `vec_dot_q4_0_q8_0` / `q4_1_q8_1` / `q8_0_q8_0` do per output, and what
+//! is reproduced here operation for operation:
+//! - blocks are taken in pairs; the pair's first block feeds accumulator `sumv0`, the second
+//!   `sumv1` (4 lanes each). Lane `i` of a block holds the exact integer sum of the products of
+//!   bytes `4i..4i+4` and `16+4i..16+4i+4` (what `sdot` groups), converted to float and added as
+//!   `sumv += float(lane) * (dw * da)`;
+//! - Q4_1 adds `summs += mw0 * s0 + mw1 * s1` per pair (scalar);
+//! - the result is `vaddvq(sumv0) + vaddvq(sumv1) (+ summs)`, then an odd last block is added by
+//!   ggml's scalar tail (`sumf += sumi*dw*da` etc., contracted to one FMA as clang does).
+//!
+//! Deliberate choices, i.e. which ggml-cpu build this is bit-identical to:
+//! - **Lane grouping of the dot product build** (`-march=...+dotprod`, llama.rn's `*_dotprod`
+//!   libraries). ggml built without dotprod emulates `vdotq_s32` with `vmull_s8` + `vpaddlq_s16`,
+//!   which groups bytes `{2i, 2i+1, 8+2i, 8+2i+1}` into lane `i`; the integer totals are the same
+//!   but the per-lane floats differ, so against such a build (llama.rn's `rnllama_v8` /
+//!   `v8_2_fp16`, whisper.rn's `armv8.2-a+fp16` library) results are only close (last-bit
+//!   differences in the float sum). We use the dotprod grouping on every CPU: `sdot` where the
+//!   CPU has it, widening multiplies + pairwise adds with the same grouping elsewhere, so results
+//!   never depend on the phone.
+//! - **`vmlaq_n_f32` fused** ([`FUSED_MLA`]): clang's `arm_neon.h` defines it as `a + b * c`,
+//!   which the NDK's clang contracts into `fmla` under its default `-ffp-contract=on` (GCC in GNU
+//!   mode does too). Built with `-ffp-contract=off` ggml would round the product separately;
+//!   flip the constant to match such a build.
+//! - Not covered: the i8mm builds' `nrc == 2` path (`vmmlaq_s32`, one accumulator, used when
+//!   ggml multiplies two rows at once), SVE builds, and ggml's aarch64 weight repacking
+//!   (Q4_0_4x4/4x8/8x8). Against those the results are only close.
+//!
+//! F16/F32 products follow `ggml_vec_dot_f16` / `ggml_vec_dot_f32` for NEON without FP16 vector
+//! arithmetic: four 4-lane FMA accumulators over 16-element steps, reduced as
+//! `vaddvq((acc0 + acc2) + (acc1 + acc3))`, leftovers in double (F16) or float with FMA (F32).
+//! ggml builds with `+fp16` (most of llama.rn's arm64 libraries and whisper.rn's) accumulate F16
+//! products in half precision instead, which this does not reproduce (it is much less accurate;
+//! ours is close to the exact value, theirs is not).
+
+// Register tiles index several arrays (accumulators, prepared rows, scales) with the same row
+// and column numbers; iterator chains over them would hide which output each FMA feeds.
+#![allow(clippy::needless_range_loop)]
+
+use super::f16::fp16_to_fp32;
+use super::{ActRows, BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, QuantBlock};
+use std::arch::aarch64::*;
+
+/// Whether ggml's `vmlaq_n_f32` block accumulation is taken as fused (see the module docs).
+pub(crate) const FUSED_MLA: bool = true;
+
+/// 16 bytes as a vector.
+#[inline(always)]
+pub(crate) fn load_u8x16(b: &[u8; 16]) -> uint8x16_t {
+    // SAFETY: `b` is 16 readable bytes; vld1q has no alignment requirement beyond the element.
+    unsafe { vld1q_u8(b.as_ptr()) }
+}
+
+/// 32 signed bytes as two vectors (elements 0..16, 16..32).
+#[inline(always)]
+pub(crate) fn load_i8x32(b: &[i8; 32]) -> [int8x16_t; 2] {
+    // SAFETY: `b` is 32 readable bytes, so both 16-byte loads are in bounds.
+    unsafe { [vld1q_s8(b.as_ptr()), vld1q_s8(b.as_ptr().add(16))] }
+}
+
+/// `sdot`: lane `i` of the result is `acc[i] + sum(a[4i..4i+4] * b[4i..4i+4])`. Inline assembly
+/// because Rust's `vdotq_s32` is not stable yet.
+///
+/// # Safety
+/// The CPU must have the dot product extension ([`crate::simd::cpu_features::has_dotprod`]).
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    let mut r = acc;
+    // SAFETY: reads and writes only the named vector registers; the caller guarantees the
+    // instruction exists.
+    unsafe {
+        std::arch::asm!("sdot {r:v}.4s, {a:v}.16b, {b:v}.16b", r = inout(vreg) r, a = in(vreg) a, b = in(vreg) b,
+            options(pure, nomem, nostack, preserves_flags));
+    }
+    r
+}
+
+/// The same lane sums as [`sdot`] from base NEON: 8 widening products per half, adjacent pairs
+/// added, then adjacent pairs of those (bytes 4i..4i+4 end up in lane i). Exact: |a*b| <= 2^14.
+#[inline(always)]
+fn dot4_base(a: int8x16_t, b: int8x16_t) -> int32x4_t {
+    // SAFETY (this and every other NEON intrinsic call in this module): NEON is part of the
+    // aarch64 baseline; the intrinsics are `unsafe` only for being `#[target_feature]` functions.
+    unsafe {
+        let lo = vmull_s8(vget_low_s8(a), vget_low_s8(b));
+        let hi = vmull_high_s8(a, b);
+        vpaddq_s32(vpaddlq_s16(lo), vpaddlq_s16(hi))
+    }
+}
+
+/// One block's integer dot product in ggml's NEON lanes: lane `i` sums the products of elements
+/// `4i..4i+4` and `16+4i..16+4i+4`.
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x16_t; 2]) -> int32x4_t {
+    if DOT {
+        // SAFETY: the caller guarantees dotprod when DOT is set.
+        unsafe { sdot(sdot(vdupq_n_s32(0), w[0], a[0]), w[1], a[1]) }
+    } else {
+        vaddq_s32(dot4_base(w[0], a[0]), dot4_base(w[1], a[1]))
+    }
+}
+
+/// A quantized weight format with its activation partner, as ggml-cpu's NEON `vec_dot` sees them.
+pub(crate) trait Format {
+    type W: QuantBlock;
+    type A: QuantBlock;
+    /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
+    const HAS_MIN: bool;
+    /// The weight block as 32 signed bytes (elements 0..16, 16..32) and its scale.
+    fn prep(w: &Self::W) -> ([int8x16_t; 2], f32);
+    /// The weight block's minimum (Q4_1 only).
+    fn min(_w: &Self::W) -> f32 {
+        0.0
+    }
+    /// The activation block's 32 quants.
+    fn acts(a: &Self::A) -> [int8x16_t; 2];
+    /// ggml's scalar loop for an odd last block, as clang contracts it.
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, mw: f32, sa: f32) -> f32;
+}
+
+pub(crate) struct Q4_0;
+pub(crate) struct Q4_1;
+pub(crate) struct Q8_0;
+
+impl Format for Q4_0 {
+    type W = BlockQ4_0;
+    type A = BlockQ8_0;
+    const HAS_MIN: bool = false;
+    #[inline(always)]
+    fn prep(w: &BlockQ4_0) -> ([int8x16_t; 2], f32) {
+        let raw = load_u8x16(&w.qs);
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        let (lo, hi) = unsafe {
+            let eight = vdupq_n_s8(8);
+            let lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F))), eight);
+            (lo, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8::<4>(raw)), eight))
+        };
+        ([lo, hi], fp16_to_fp32(w.d))
+    }
+    #[inline(always)]
+    fn acts(a: &BlockQ8_0) -> [int8x16_t; 2] {
+        load_i8x32(&a.qs)
+    }
+    #[inline(always)]
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, _mw: f32, _sa: f32) -> f32 {
+        // sumf += sumi*dw*da
+        (sumi as f32 * dw).mul_add(da, sumf)
+    }
+}
+
+impl Format for Q8_0 {
+    type W = BlockQ8_0;
+    type A = BlockQ8_0;
+    const HAS_MIN: bool = false;
+    #[inline(always)]
+    fn prep(w: &BlockQ8_0) -> ([int8x16_t; 2], f32) {
+        (load_i8x32(&w.qs), fp16_to_fp32(w.d))
+    }
+    #[inline(always)]
+    fn acts(a: &BlockQ8_0) -> [int8x16_t; 2] {
+        load_i8x32(&a.qs)
+    }
+    #[inline(always)]
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, _mw: f32, _sa: f32) -> f32 {
+        // sumf += sumi*(dw*da)
+        (sumi as f32).mul_add(dw * da, sumf)
+    }
+}
+
+impl Format for Q4_1 {
+    type W = BlockQ4_1;
+    type A = BlockQ8_1;
+    const HAS_MIN: bool = true;
+    #[inline(always)]
+    fn prep(w: &BlockQ4_1) -> ([int8x16_t; 2], f32) {
+        let raw = load_u8x16(&w.qs);
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        let (lo, hi) = unsafe { (vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F))), vreinterpretq_s8_u8(vshrq_n_u8::<4>(raw))) };
+        ([lo, hi], fp16_to_fp32(w.d))
+    }
+    #[inline(always)]
+    fn min(w: &BlockQ4_1) -> f32 {
+        fp16_to_fp32(w.m)
+    }
+    #[inline(always)]
+    fn acts(a: &BlockQ8_1) -> [int8x16_t; 2] {
+        load_i8x32(&a.qs)
+    }
+    #[inline(always)]
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, mw: f32, sa: f32) -> f32 {
+        // sumf += (dw*da)*sumi + mw*sa: clang fuses the first product into the addition
+        sumf + (dw * da).mul_add(sumi as f32, mw * sa)
+    }
+}
+
+/// `acc + q * s`, fused or not as [`FUSED_MLA`] says.
+#[inline(always)]
+fn mla(acc: float32x4_t, q: float32x4_t, s: f32) -> float32x4_t {
+    // SAFETY: NEON intrinsics (aarch64 baseline).
+    unsafe {
+        if FUSED_MLA {
+            vfmaq_n_f32(acc, q, s)
+        } else {
+            vaddq_f32(acc, vmulq_n_f32(q, s))
+        }
+    }
+}
+
+/// Outputs `(r, c)` of weight rows `w[r]` with activation rows `c0 + c`, each in ggml-cpu's NEON
+/// `vec_dot` order (module docs). `DOT` picks `sdot` for the integer sums (same values).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension. (Shapes are checked.)
+#[inline(always)]
+pub(crate) unsafe fn quant_tile<F: Format, const DOT: bool, const R: usize, const C: usize>(
+    w: [&[F::W]; R],
+    a: &ActRows<'_, F::A>,
+    c0: usize,
+) -> [[f32; C]; R] {
+    let nb = a.nb;
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb));
+    assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    // [which block of the pair][r][c]
+    let mut acc = [[[vdupq_n_f32(0.0); C]; R]; 2];
+    let mut summs = [[0f32; C]; R];
+    let pairs_end = nb & !1;
+    let mut b = 0;
+    while b < pairs_end {
+        for half in 0..2 {
+            let bb = b + half;
+            let col = bb * a.n + c0;
+            let qa: [[int8x16_t; 2]; C] = std::array::from_fn(|c| F::acts(&a.blocks[(c0 + c) * nb + bb]));
+            for r in 0..R {
+                let (p, dw) = F::prep(&w[r][bb]);
+                for c in 0..C {
+                    // SAFETY: DOT only when the caller guarantees dotprod.
+                    let q = vcvtq_f32_s32(unsafe { block_ints::<DOT>(&p, &qa[c]) });
+                    acc[half][r][c] = mla(acc[half][r][c], q, dw * a.d[col + c]);
+                }
+            }
+        }
+        if F::HAS_MIN {
+            for r in 0..R {
+                let (m0, m1) = (F::min(&w[r][b]), F::min(&w[r][b + 1]));
+                for c in 0..C {
+                    let (s0, s1) = (a.s[b * a.n + c0 + c], a.s[(b + 1) * a.n + c0 + c]);
+                    // summs += m0*s0 + m1*s1, the first product fused into the inner sum
+                    summs[r][c] += m0.mul_add(s0, m1 * s1);
+                }
+            }
+        }
+        b += 2;
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            let mut sumf = vaddvq_f32(acc[0][r][c]) + vaddvq_f32(acc[1][r][c]);
+            if F::HAS_MIN {
+                sumf += summs[r][c];
+            }
+            out[r][c] = sumf;
+        }
+    }
+    if nb % 2 == 1 {
+        let bb = nb - 1;
+        for r in 0..R {
+            let (p, dw) = F::prep(&w[r][bb]);
+            let mw = F::min(&w[r][bb]);
+            for c in 0..C {
+                // SAFETY: as above.
+                let sumi = vaddvq_s32(unsafe { block_ints::<DOT>(&p, &F::acts(&a.blocks[(c0 + c) * nb + bb])) });
+                let k = bb * a.n + c0 + c;
+                let sa = if F::HAS_MIN { a.s[k] } else { 0.0 };
+                out[r][c] = F::tail(out[r][c], sumi, dw, a.d[k], mw, sa);
+            }
+        }
+    }
+    out
+}
+
+/// ggml's `vec_dot` for one quantized row pair (`R = C = 1`), `sdot` when the CPU has it.
+pub(crate) fn quant_dot<F: Format>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
+    let rows = ActRows { blocks: a, d, s, nb: a.len(), n: 1 };
+    if crate::simd::cpu_features::has_dotprod() {
+        // SAFETY: dotprod was detected at runtime.
+        unsafe { quant_dot_sdot::<F>(w, &rows) }
+    } else {
+        // SAFETY: DOT = false needs no extension.
+        unsafe { quant_tile::<F, false, 1, 1>([w], &rows, 0)[0][0] }
+    }
+}
+
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+unsafe fn quant_dot_sdot<F: Format>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f32 {
+    // SAFETY: this function requires dotprod.
+    unsafe { quant_tile::<F, true, 1, 1>([w], rows, 0)[0][0] }
+}
+
+/// One weight row element type of the float products (F16 or F32) with ggml's leftovers rule.
+pub(crate) trait FloatElem: Copy {
+    /// Elements `i..i + 4` as floats.
+    fn load4(row: &[Self], i: usize) -> float32x4_t;
+    fn finish(reduced: f32, w: &[Self], a: &[f32]) -> f32;
+}
+
+impl FloatElem for u16 {
+    #[inline(always)]
+    fn load4(row: &[u16], i: usize) -> float32x4_t {
+        let h = &row[i..i + 4];
+        // SAFETY: `h` is 4 readable u16.
+        let bits = unsafe { vld1_u16(h.as_ptr()) };
+        let out: float32x4_t;
+        // `fcvtl` (half -> single, exact) is base aarch64; Rust's f16 vector intrinsics are not
+        // stable yet.
+        // SAFETY: reads and writes only the named vector registers.
+        unsafe {
+            std::arch::asm!("fcvtl {o:v}.4s, {i:v}.4h", o = lateout(vreg) out, i = in(vreg) bits,
+                options(pure, nomem, nostack, preserves_flags));
+        }
+        out
+    }
+    #[inline]
+    fn finish(reduced: f32, w: &[u16], a: &[f32]) -> f32 {
+        // ggml's sumf is a double here
+        let mut sum = reduced as f64;
+        for (&x, &y) in w.iter().zip(a) {
+            sum += (fp16_to_fp32(x) * y) as f64;
+        }
+        sum as f32
+    }
+}
+
+impl FloatElem for f32 {
+    #[inline(always)]
+    fn load4(row: &[f32], i: usize) -> float32x4_t {
+        let v = &row[i..i + 4];
+        // SAFETY: `v` is 4 readable f32.
+        unsafe { vld1q_f32(v.as_ptr()) }
+    }
+    #[inline]
+    fn finish(reduced: f32, w: &[f32], a: &[f32]) -> f32 {
+        // `sumf += x[i]*y[i]` in float, contracted
+        let mut sum = reduced;
+        for (&x, &y) in w.iter().zip(a) {
+            sum = x.mul_add(y, sum);
+        }
+        sum
+    }
+}
+
+/// Float outputs `(r, c)` of weight rows `w[r]` with activation rows `a[c]` (already rounded to
+/// what ggml's dot sees: F16 values for F16 weights), each in ggml's NEON `vec_dot_f16/f32`
+/// order (module docs): accumulator `j` takes elements `16i + 4j..+4`. The four accumulators
+/// are independent chains, computed one after the other when `C > 1` to save registers.
+#[inline(always)]
+pub(crate) fn float_tile<E: FloatElem, const R: usize, const C: usize>(w: [&[E]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+    // SAFETY: NEON intrinsics (aarch64 baseline); the loads are bounds-checked in `load4`.
+    unsafe { float_tile_body(w, a) }
+}
+
+/// # Safety
+/// None beyond NEON (always present); `unsafe` only so the intrinsics can be called.
+#[inline(always)]
+unsafe fn float_tile_body<E: FloatElem, const R: usize, const C: usize>(w: [&[E]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+    let k = a[0].len();
+    assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
+    let np = k & !15;
+    let mut parts = [[[vdupq_n_f32(0.0); 4]; C]; R];
+    let load_a = |c: usize, i: usize| f32::load4(a[c], i);
+    if C == 1 {
+        let mut i = 0;
+        while i < np {
+            for j in 0..4 {
+                let av = load_a(0, i + 4 * j);
+                for r in 0..R {
+                    parts[r][0][j] = vfmaq_f32(parts[r][0][j], E::load4(w[r], i + 4 * j), av);
+                }
+            }
+            i += 16;
+        }
+    }
+    for j in 0..if C == 1 { 0 } else { 4 } {
+        let mut acc = [[vdupq_n_f32(0.0); C]; R];
+        let mut i = 4 * j;
+        while i < np {
+            let wv: [float32x4_t; R] = std::array::from_fn(|r| E::load4(w[r], i));
+            for c in 0..C {
+                let av = load_a(c, i);
+                for r in 0..R {
+                    acc[r][c] = vfmaq_f32(acc[r][c], wv[r], av);
+                }
+            }
+            i += 16;
+        }
+        for r in 0..R {
+            for c in 0..C {
+                parts[r][c][j] = acc[r][c];
+            }
+        }
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            let p = &parts[r][c];
+            let x = vaddq_f32(vaddq_f32(p[0], p[2]), vaddq_f32(p[1], p[3]));
+            out[r][c] = E::finish(vaddvq_f32(x), &w[r][np..], &a[c][np..]);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::f16::{fp32_to_fp16, fp16_to_fp32};
+    use super::super::test_util::Lcg;
+    use super::super::{q4_0, q4_1, q8_0, q8_1};
+    use super::*;
+    use crate::simd::cpu_features::has_dotprod;
+
+    /// Which formula ggml's scalar tail uses.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Kind {
+        Q4_0,
+        Q4_1,
+        Q8_0,
+    }
+
+    /// ggml-cpu's NEON `vec_dot` (dotprod build) written out lane by lane in scalar Rust: the
+    /// model the kernels must equal bit for bit. `w`/`a`: per block the 32 integer quants, the
+    /// scales, and (Q4_1) the weight minimum / activation sum.
+    fn model(kind: Kind, w: &[([i32; 32], f32, f32)], a: &[([i32; 32], f32, f32)]) -> f32 {
+        let nb = w.len();
+        let mut acc = [[0f32; 4]; 2];
+        let mut summs = 0f32;
+        let lanes = |b: usize| -> [i32; 4] {
+            std::array::from_fn(|i| (4 * i..4 * i + 4).map(|j| w[b].0[j] * a[b].0[j] + w[b].0[16 + j] * a[b].0[16 + j]).sum())
+        };
+        let mut b = 0;
+        while b + 1 < nb {
+            if kind == Kind::Q4_1 {
+                summs += w[b].2.mul_add(a[b].2, w[b + 1].2 * a[b + 1].2);
+            }
+            for h in 0..2 {
+                let l = lanes(b + h);
+                let s = w[b + h].1 * a[b + h].1;
+                for i in 0..4 {
+                    acc[h][i] = if FUSED_MLA { (l[i] as f32).mul_add(s, acc[h][i]) } else { acc[h][i] + l[i] as f32 * s };
+                }
+            }
+            b += 2;
+        }
+        let hsum = |v: [f32; 4]| (v[0] + v[1]) + (v[2] + v[3]);
+        let mut sumf = hsum(acc[0]) + hsum(acc[1]);
+        if kind == Kind::Q4_1 {
+            sumf += summs;
+        }
+        if nb % 2 == 1 {
+            let b = nb - 1;
+            let sumi: i32 = lanes(b).iter().sum();
+            let (dw, da, mw, sa) = (w[b].1, a[b].1, w[b].2, a[b].2);
+            sumf = match kind {
+                Kind::Q4_0 => (sumi as f32 * dw).mul_add(da, sumf),
+                Kind::Q8_0 => (sumi as f32).mul_add(dw * da, sumf),
+                Kind::Q4_1 => sumf + (dw * da).mul_add(sumi as f32, mw * sa),
+            };
+        }
+        sumf
+    }
+
+    fn nib(qs: &[u8; 16], j: usize) -> i32 {
+        ((qs[j % 16] >> (4 * (j / 16))) & 15) as i32
+    }
+
+    /// Random weight rows and activation rows of one format, quantized as the NEON level does,
+    /// with their model view.
+    struct Case<W, A> {
+        w: Vec<Vec<W>>,
+        a: Vec<A>,
+        d: Vec<f32>,
+        s: Vec<f32>,
+        wm: Vec<Vec<([i32; 32], f32, f32)>>,
+        am: Vec<Vec<([i32; 32], f32, f32)>>,
+        nb: usize,
+        n: usize,
+    }
+
+    fn acts_f32(rng: &mut Lcg, nb: usize, n: usize) -> Vec<f32> {
+        (0..nb * 32 * n).map(|i| rng.next_gauss() * if i % 97 == 0 { 9.0 } else { 1.0 }).collect()
+    }
+
+    fn case_q8_0_acts<W: Copy>(rng: &mut Lcg, w: Vec<Vec<W>>, wm: Vec<Vec<([i32; 32], f32, f32)>>, nb: usize, n: usize) -> Case<W, BlockQ8_0> {
+        let x = acts_f32(rng, nb, n);
+        let mut a = vec![BlockQ8_0::default(); nb * n];
+        q8_0::quantize_row_at(crate::simd::cpu_features::SimdLevel::Neon, &x, &mut a);
+        let mut d = vec![0f32; nb * n];
+        let mut am = vec![Vec::new(); n];
+        for (i, blk) in a.iter().enumerate() {
+            d[(i % nb) * n + i / nb] = fp16_to_fp32(blk.d);
+            am[i / nb].push((blk.qs.map(|q| q as i32), fp16_to_fp32(blk.d), 0.0));
+        }
+        Case { w, a, d, s: Vec::new(), wm, am, nb, n }
+    }
+
+    fn case_q4_0(rng: &mut Lcg, rows: usize, nb: usize, n: usize) -> Case<BlockQ4_0, BlockQ8_0> {
+        let mut w = Vec::new();
+        let mut wm = Vec::new();
+        for _ in 0..rows {
+            let x: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
+            let mut b = vec![BlockQ4_0::default(); nb];
+            q4_0::quantize_row(&x, &mut b);
+            wm.push(b.iter().map(|b| (std::array::from_fn(|j| nib(&b.qs, j) - 8), fp16_to_fp32(b.d), 0.0)).collect());
+            w.push(b);
+        }
+        case_q8_0_acts(rng, w, wm, nb, n)
+    }
+
+    fn case_q8_0(rng: &mut Lcg, rows: usize, nb: usize, n: usize) -> Case<BlockQ8_0, BlockQ8_0> {
+        let mut w = Vec::new();
+        let mut wm = Vec::new();
+        for r in 0..rows {
+            // any byte is a legal weight quant, -128 included
+            let b: Vec<BlockQ8_0> = (0..nb)
+                .map(|_| BlockQ8_0 { d: fp32_to_fp16(0.01 + r as f32 * 0.003), qs: std::array::from_fn(|_| rng.next_u32() as i8) })
+                .collect();
+            wm.push(b.iter().map(|b| (b.qs.map(|q| q as i32), fp16_to_fp32(b.d), 0.0)).collect());
+            w.push(b);
+        }
+        case_q8_0_acts(rng, w, wm, nb, n)
+    }
+
+    fn case_q4_1(rng: &mut Lcg, rows: usize, nb: usize, n: usize) -> Case<BlockQ4_1, BlockQ8_1> {
+        let mut w = Vec::new();
+        let mut wm = Vec::new();
+        for _ in 0..rows {
+            let x: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss() + 0.4).collect();
+            let mut b = vec![BlockQ4_1::default(); nb];
+            q4_1::quantize_row(&x, &mut b);
+            wm.push(b.iter().map(|b| (std::array::from_fn(|j| nib(&b.qs, j)), fp16_to_fp32(b.d), fp16_to_fp32(b.m))).collect());
+            w.push(b);
+        }
+        let x = acts_f32(rng, nb, n);
+        let mut a = vec![BlockQ8_1::default(); nb * n];
+        q8_1::quantize_row_at(crate::simd::cpu_features::SimdLevel::Neon, &x, &mut a);
+        let mut d = vec![0f32; nb * n];
+        let mut s = vec![0f32; nb * n];
+        let mut am = vec![Vec::new(); n];
+        for (i, blk) in a.iter().enumerate() {
+            d[(i % nb) * n + i / nb] = fp16_to_fp32(blk.d);
+            s[(i % nb) * n + i / nb] = fp16_to_fp32(blk.s);
+            am[i / nb].push((blk.qs.map(|q| q as i32), fp16_to_fp32(blk.d), fp16_to_fp32(blk.s)));
+        }
+        Case { w, a, d, s, wm, am, nb, n }
+    }
+
+    /// Every 2 x C tile (C = 1..4, every column offset) equals the model, with and without
+    /// `sdot`; so does the single-row entry point.
+    fn check_tiles<F: Format>(kind: Kind, c: &Case<F::W, F::A>) {
+        let rows = ActRows { blocks: &c.a, d: &c.d, s: &c.s, nb: c.nb, n: c.n };
+        let want = |r: usize, j: usize| model(kind, &c.wm[r], &c.am[j]);
+        macro_rules! tile {
+            ($dot:expr, $cols:expr, $c0:expr) => {{
+                // SAFETY: DOT only when dotprod was detected.
+                let got = unsafe { quant_tile::<F, $dot, 2, $cols>([&c.w[0], &c.w[1]], &rows, $c0) };
+                for r in 0..2 {
+                    for k in 0..$cols {
+                        let w = want(r, $c0 + k);
+                        assert_eq!(got[r][k].to_bits(), w.to_bits(), "nb={} dot={} C={} r={r} col={}: {} vs {w}", c.nb, $dot, $cols, $c0 + k, got[r][k]);
+                    }
+                }
+            }};
+        }
+        for c0 in 0..c.n {
+            if c0 + 4 <= c.n {
+                tile!(false, 4, c0);
+            }
+            if c0 + 3 <= c.n {
+                tile!(false, 3, c0);
+            }
+            tile!(false, 1, c0);
+            if has_dotprod() {
+                if c0 + 4 <= c.n {
+                    tile!(true, 4, c0);
+                }
+                tile!(true, 1, c0);
+            }
+        }
+        // one row pair through the public entry (dispatching on dotprod itself)
+        let nb = c.nb;
+        let a0 = &c.a[..nb];
+        let d0: Vec<f32> = (0..nb).map(|b| c.d[b * c.n]).collect();
+        let s0: Vec<f32> = if c.s.is_empty() { Vec::new() } else { (0..nb).map(|b| c.s[b * c.n]).collect() };
+        assert_eq!(quant_dot::<F>(&c.w[1], a0, &d0, &s0).to_bits(), want(1, 0).to_bits());
+    }
+
+    #[test]
+    fn quant_tiles_match_ggml_neon_model() {
+        let mut rng = Lcg::new(77);
+        for nb in [1usize, 2, 3, 4, 5, 8, 17, 36] {
+            check_tiles::<Q4_0>(Kind::Q4_0, &case_q4_0(&mut rng, 2, nb, 5));
+            check_tiles::<Q4_1>(Kind::Q4_1, &case_q4_1(&mut rng, 2, nb, 5));
+            check_tiles::<Q8_0>(Kind::Q8_0, &case_q8_0(&mut rng, 2, nb, 5));
+        }
+    }
+
+    /// The two integer paths agree on every lane, including the extreme byte products.
+    #[test]
+    fn sdot_and_base_lanes_agree() {
+        let mut rng = Lcg::new(5);
+        let mut cases: Vec<([i8; 16], [i8; 16])> = vec![([-128; 16], [-128; 16]), ([127; 16], [-128; 16]), ([-128; 16], [127; 16])];
+        for _ in 0..200 {
+            cases.push((std::array::from_fn(|_| rng.next_u32() as i8), std::array::from_fn(|_| rng.next_u32() as i8)));
+        }
+        for (a, b) in cases {
+            // SAFETY: 16-byte arrays; vst1q into a 4-lane array; NEON is baseline.
+            let (va, vb) = unsafe { (vld1q_s8(a.as_ptr()), vld1q_s8(b.as_ptr())) };
+            let mut base = [0i32; 4];
+            unsafe { vst1q_s32(base.as_mut_ptr(), dot4_base(va, vb)) };
+            let want: [i32; 4] = std::array::from_fn(|i| (4 * i..4 * i + 4).map(|j| a[j] as i32 * b[j] as i32).sum());
+            assert_eq!(base, want);
+            if has_dotprod() {
+                let mut dot = [0i32; 4];
+                // SAFETY: dotprod detected.
+                unsafe { vst1q_s32(dot.as_mut_ptr(), sdot(vdupq_n_s32(0), va, vb)) };
+                assert_eq!(dot, want);
+            }
+        }
+    }
+
+    /// ggml's NEON `vec_dot_f16` / `vec_dot_f32` (no FP16 arithmetic) in scalar Rust.
+    fn float_model<E: FloatElem>(w: &[E], a: &[f32], to_f32: fn(E) -> f32) -> f32 {
+        let k = a.len();
+        let np = k & !15;
+        let mut acc = [[0f32; 4]; 4];
+        let mut i = 0;
+        while i < np {
+            for j in 0..4 {
+                for l in 0..4 {
+                    let e = i + 4 * j + l;
+                    acc[j][l] = to_f32(w[e]).mul_add(a[e], acc[j][l]);
+                }
+            }
+            i += 16;
+        }
+        let x: [f32; 4] = std::array::from_fn(|l| (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]));
+        E::finish((x[0] + x[1]) + (x[2] + x[3]), &w[np..], &a[np..])
+    }
+
+    #[test]
+    fn float_tiles_match_ggml_neon_model() {
+        let mut rng = Lcg::new(8);
+        for k in [1usize, 4, 15, 16, 17, 33, 64, 100, 576] {
+            let w16: Vec<Vec<u16>> = (0..2).map(|_| (0..k).map(|_| fp32_to_fp16(rng.next_gauss())).collect()).collect();
+            let w32: Vec<Vec<f32>> = (0..2).map(|_| (0..k).map(|_| rng.next_gauss()).collect()).collect();
+            // activations as ggml's F16 dot sees them: rounded to half
+            let a: Vec<Vec<f32>> = (0..4).map(|_| (0..k).map(|_| fp16_to_fp32(fp32_to_fp16(rng.next_gauss()))).collect()).collect();
+            let t16_4 = float_tile::<u16, 2, 4>([&w16[0], &w16[1]], [&a[0], &a[1], &a[2], &a[3]]);
+            let t16_1 = float_tile::<u16, 2, 1>([&w16[0], &w16[1]], [&a[2]]);
+            let t32_3 = float_tile::<f32, 1, 3>([&w32[1]], [&a[0], &a[1], &a[3]]);
+            let t32_1 = float_tile::<f32, 2, 1>([&w32[0], &w32[1]], [&a[1]]);
+            for r in 0..2 {
+                for c in 0..4 {
+                    assert_eq!(t16_4[r][c].to_bits(), float_model(&w16[r], &a[c], fp16_to_fp32).to_bits(), "k={k}");
+                }
+                assert_eq!(t16_1[r][0].to_bits(), float_model(&w16[r], &a[2], fp16_to_fp32).to_bits(), "k={k}");
+                assert_eq!(t32_1[r][0].to_bits(), float_model(&w32[r], &a[1], |x| x).to_bits(), "k={k}");
+            }
+            for (c, j) in [0usize, 1, 3].into_iter().enumerate() {
+                assert_eq!(t32_3[0][c].to_bits(), float_model(&w32[1], &a[j], |x| x).to_bits(), "k={k}");
+            }
+        }
+    }
+
+    /// Hand-computed: one block pair plus an odd tail block with unit scales gives the exact
+    /// integer dot product, and a known half scale multiplies it exactly.
+    #[test]
+    fn quant_tile_hand_computed() {
+        let mut w = vec![BlockQ8_0 { d: 0x3C00, qs: [0; 32] }; 3];
+        let mut a = vec![BlockQ8_0 { d: 0x3C00, qs: [0; 32] }; 3];
+        w[0].qs[0] = 3;
+        a[0].qs[0] = -5; // -15
+        w[1].qs[31] = -128;
+        a[1].qs[31] = 127; // -16256
+        w[2].qs[17] = 7;
+        a[2].qs[17] = 2; // 14 (tail block)
+        w[2].d = 0x3800; // 0.5 -> 7
+        let d = [1.0f32; 3];
+        assert_eq!(quant_dot::<Q8_0>(&w, &a, &d, &[]), -15.0 - 16256.0 + 7.0);
+    }
+}
