@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The C op suite (tests_c/simd_ops.c) for aarch64: ggml-cpu from llama.rn / whisper.rn compiled by
+# clang for Armv8.2-a+dotprod (what llama.rn's *_dotprod Android libraries are, minus FP16
+# arithmetic), the Rust library cross-built, every case compared between the two backends under
+# qemu-user. With these flags SIMD's NEON kernels must match ggml-cpu bit for bit
+# (GGML_RS_HOST_NEON_DOTPROD); other flags (e.g. HOST_FLAGS=-march=armv8.2-a+fp16+dotprod) build
+# and compare with the suite's tolerances. Not part of scripts/test.sh.
+#   BUILD_DIR   (default: build-aarch64)
+#   JOBS        (default: 2)
+#   HOST_FLAGS  (default: -march=armv8.2-a+dotprod)   flags for the host ggml core
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BUILD_DIR="${BUILD_DIR:-build-aarch64}"
+JOBS="${JOBS:-2}"
+HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+dotprod}"
+TARGET=aarch64-unknown-linux-gnu
+
+rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"
+if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null \
+    || ! command -v clang >/dev/null || ! command -v ninja >/dev/null; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update
+    $SUDO apt-get install -y qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu \
+        libc6-dev-arm64-cross clang ninja-build cmake
+fi
+bash scripts/fetch-hosts.sh
+
+export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+cargo build --release --target "$TARGET" -j "$JOBS"
+
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
+    -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
+    -DGGML_RS_HOST_TESTS=OFF "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS"
+cmake --build "$BUILD_DIR" -j "$JOBS" --target simd_ops_lm_static simd_ops_wsp_static
+for p in lm wsp; do
+    echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
+    qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
+    GGML_RS_SIMD_PORTABLE=1 qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
+done
