@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The C op suite (tests_c/simd_ops.c) for aarch64: ggml-cpu from llama.rn / whisper.rn compiled by
-# clang for Armv8.2-a+dotprod (what llama.rn's *_dotprod Android libraries are, minus FP16
-# arithmetic), the Rust library cross-built, every case compared between the two backends under
-# qemu-user. With these flags SIMD's NEON kernels must match ggml-cpu bit for bit
-# (GGML_RS_HOST_NEON_DOTPROD); other flags (e.g. HOST_FLAGS=-march=armv8.2-a+fp16+dotprod) build
-# and compare with the suite's tolerances. Not part of scripts/test.sh.
+# clang for Armv8.2-a+fp16+dotprod (the flags of llama.rn's rnllama_v8_2_fp16_dotprod Android
+# library), the Rust library cross-built, every case compared between the two backends under
+# qemu-user (its "max" CPU has both extensions). With these flags SIMD's NEON kernels must match
+# ggml-cpu bit for bit (GGML_RS_HOST_NEON_DOTPROD); other flags (e.g. HOST_FLAGS=-march=armv8-a)
+# build and compare with the suite's tolerances. Not part of scripts/test.sh.
 #   BUILD_DIR   (default: build-aarch64)
 #   JOBS        (default: 2)
 #   HOST_FLAGS  (default: -march=armv8.2-a+dotprod)   flags for the host ggml core
@@ -14,7 +14,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BUILD_DIR="${BUILD_DIR:-build-aarch64}"
 JOBS="${JOBS:-2}"
-HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+dotprod}"
+HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+fp16+dotprod}"
 TARGET=aarch64-unknown-linux-gnu
 
 rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SIMD crate tests cross-compiled for aarch64 and run under qemu-user, twice: on qemu's
-# default CPU (has the dot product extension, so the `sdot` kernels run) and on a Cortex-A53
-# (Armv8.0, no dotprod: the base-NEON integer kernels run). Not part of scripts/test.sh.
+# "max" CPU (dot product and FP16 arithmetic: the `sdot` and half-precision F16 kernels run) and on
+# a Cortex-A53 (Armv8.0, neither: the base-NEON integer kernels and f32 F16 products run).
+# Not part of scripts/test.sh.
 #   JOBS      (default: 2)      cargo build jobs
 #   FILTER    (default: simd)   test name filter passed to the test binary
 #   CPUS      (default: "max cortex-a53")  qemu -cpu models to run the tests on
@@ -33,12 +34,13 @@ BIN=$(cargo test --release --lib --target "$TARGET" -j "$JOBS" --no-run --messag
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n1)
 [ -n "$BIN" ] || { echo "test binary not found" >&2; exit 1; }
 for cpu in $CPUS; do
-    # qemu's "max" CPU has FEAT_DotProd, the Cortex-A53 (Armv8.0) does not; other models: unchecked
+    # qemu's "max" CPU has FEAT_DotProd and FEAT_FP16, the Armv8.0 cores neither; others: unchecked
     case "$cpu" in
         max) expect=1 ;;
         cortex-a53|cortex-a57|cortex-a72) expect=0 ;;
         *) expect= ;;
     esac
-    echo "== qemu-aarch64 -cpu $cpu (expect dotprod: ${expect:-?}): $BIN $FILTER"
-    GGML_RS_EXPECT_DOTPROD="$expect" qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "$BIN" "$FILTER" "$@"
+    echo "== qemu-aarch64 -cpu $cpu (expect dotprod and fp16: ${expect:-?}): $BIN $FILTER"
+    GGML_RS_EXPECT_DOTPROD="$expect" GGML_RS_EXPECT_FP16="$expect" \
+        qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "$BIN" "$FILTER" "$@"
 done

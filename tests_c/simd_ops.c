@@ -156,8 +156,8 @@ static double bitwise_or(double portable_threshold) {
     /* the host core was compiled for AVX2; SIMD picks its AVX2 kernels when the CPU has them */
     if (!getenv("GGML_RS_SIMD_PORTABLE") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 0.0;
 #elif defined(GGML_RS_HOST_NEON_DOTPROD) && defined(__aarch64__)
-    /* the host core was compiled by clang for Armv8.2+dotprod without FP16 arithmetic or i8mm
-       (scripts/test-aarch64-c.sh): the build SIMD's NEON kernels reproduce */
+    /* the host core was compiled by clang for Armv8.2+fp16+dotprod without i8mm/SVE
+       (scripts/test-aarch64-c.sh): the build SIMD's NEON kernels reproduce on a CPU with both */
     if (!getenv("GGML_RS_SIMD_PORTABLE")) return 0.0;
 #endif
     return portable_threshold;

@@ -24,10 +24,12 @@ pub enum SimdLevel {
     Avx2,
     /// aarch64 Advanced SIMD (NEON), which the architecture makes mandatory, so this level needs
     /// no detection. The kernels follow ggml-cpu's NEON code as built for phones with the dot
-    /// product extension (llama.rn's `*_dotprod` libraries). `sdot` itself is optional (Armv8.2+,
-    /// `is_aarch64_feature_detected!("dotprod")`, cached in [`has_dotprod`]): where it is missing
-    /// the same per-lane integer sums are formed with widening multiplies and pairwise adds, so
-    /// the results are identical either way and only the speed differs.
+    /// product extension and half-precision arithmetic (llama.rn's `*_fp16_dotprod` libraries).
+    /// `sdot` itself is optional (Armv8.2+, `is_aarch64_feature_detected!("dotprod")`, cached in
+    /// [`has_dotprod`]): where it is missing the same per-lane integer sums are formed with
+    /// widening multiplies and pairwise adds, so the results are identical either way and only
+    /// the speed differs. F16 products accumulate in half precision where the CPU has FEAT_FP16
+    /// ([`has_fp16`], as ggml built with `+fp16`) and in f32 elsewhere (as ggml without it).
     Neon,
 }
 
@@ -65,6 +67,22 @@ pub fn clamp_level(requested: SimdLevel) -> SimdLevel {
         requested
     } else {
         SimdLevel::Portable
+    }
+}
+
+/// Whether the CPU has Armv8.2 half-precision arithmetic (FEAT_FP16, Linux's `asimdhp`); always
+/// false elsewhere. ggml-cpu built for such CPUs (`+fp16`) accumulates F16 dot products in half
+/// precision, so the NEON F16 kernels do too where it is available (see `quant::tile_neon`).
+#[inline]
+pub fn has_fp16() -> bool {
+    #[cfg(target_arch = "aarch64")]
+    {
+        static FP16: OnceLock<bool> = OnceLock::new();
+        *FP16.get_or_init(|| std::arch::is_aarch64_feature_detected!("fp16"))
+    }
+    #[cfg(not(target_arch = "aarch64"))]
+    {
+        false
     }
 }
 
@@ -132,15 +150,19 @@ mod tests {
         assert_eq!(level_from_env(Some("1"), SimdLevel::Portable), SimdLevel::Portable);
     }
 
-    /// `GGML_RS_EXPECT_DOTPROD=1|0` (set by scripts/test-aarch64.sh per emulated CPU) makes sure
-    /// both integer paths of the NEON kernels really ran.
+    /// `GGML_RS_EXPECT_DOTPROD=1|0` / `GGML_RS_EXPECT_FP16=1|0` (set by scripts/test-aarch64.sh
+    /// per emulated CPU) make sure both paths of the NEON integer and F16 kernels really ran.
     #[test]
-    fn dotprod_detection_as_expected() {
-        if let Some(v) = std::env::var("GGML_RS_EXPECT_DOTPROD").ok().filter(|v| !v.trim().is_empty()) {
-            assert_eq!(has_dotprod(), v.trim() == "1", "GGML_RS_EXPECT_DOTPROD={v}");
+    fn feature_detection_as_expected() {
+        let expect = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty()).map(|v| v.trim() == "1");
+        if let Some(want) = expect("GGML_RS_EXPECT_DOTPROD") {
+            assert_eq!(has_dotprod(), want, "GGML_RS_EXPECT_DOTPROD");
+        }
+        if let Some(want) = expect("GGML_RS_EXPECT_FP16") {
+            assert_eq!(has_fp16(), want, "GGML_RS_EXPECT_FP16");
         }
         #[cfg(not(target_arch = "aarch64"))]
-        assert!(!has_dotprod());
+        assert!(!has_dotprod() && !has_fp16());
     }
 
     #[test]

@@ -811,8 +811,39 @@ mod neon {
             WType::Q4_0 => unsafe { quant_rows::<tile::Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
             WType::Q4_1 => unsafe { quant_rows::<tile::Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
             WType::Q8_0 => unsafe { quant_rows::<tile::Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            // SAFETY: FEAT_FP16 was detected at runtime.
+            WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
             WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
             WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
+        }
+    }
+
+    /// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`).
+    ///
+    /// # Safety
+    /// The CPU must have FEAT_FP16.
+    #[target_feature(enable = "fp16")]
+    unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let n = dst.n();
+        let mut i = rows.start;
+        // SAFETY (tile calls): FEAT_FP16 by this function's contract; shapes are checked inside.
+        while i + 2 <= rows.end {
+            let wr = [w.row_f16(i), w.row_f16(i + 1)];
+            let mut j = 0;
+            while j + 2 <= n {
+                put(dst, i, j, unsafe { tile::f16_tile_hp::<2, 2>(wr, [q.h_row(j), q.h_row(j + 1)]) });
+                j += 2;
+            }
+            if j < n {
+                put(dst, i, j, unsafe { tile::f16_tile_hp::<2, 1>(wr, [q.h_row(j)]) });
+            }
+            i += 2;
+        }
+        if i < rows.end {
+            for j in 0..n {
+                put(dst, i, j, unsafe { tile::f16_tile_hp::<1, 1>([w.row_f16(i)], [q.h_row(j)]) });
+            }
         }
     }
 
@@ -1102,6 +1133,12 @@ mod tests {
         out
     }
 
+    /// Whether `level` accumulates F16 products in half precision (NEON with FEAT_FP16, as
+    /// ggml-cpu built with `+fp16`).
+    fn half_accumulation(level: SimdLevel, wtype: WType) -> bool {
+        wtype == WType::F16 && clamp_level(level) == SimdLevel::Neon && crate::simd::cpu_features::has_fp16()
+    }
+
     /// For each weight type and k: every path and level, every (rows, n) shape.
     ///
     /// Per output, the result must equal what the path is defined to compute up to f32
@@ -1141,8 +1178,14 @@ mod tests {
                                     Path::Vec(l) => want_q[levels.iter().position(|&x| x == l).unwrap()][o],
                                     Path::Gemm(_) => (want[o] as f64, mag_f[o]),
                                 };
+                                // half-precision accumulators: every one of a lane's k/32 FMAs
+                                // rounds to 11 bits of a partial sum bounded by the magnitude sum
+                                let rel = match path {
+                                    Path::Vec(l) if half_accumulation(l, wtype) => (k / 32 + 4) as f64 * 2f64.powi(-11),
+                                    _ => 2e-5,
+                                };
                                 assert!(
-                                    (g as f64 - exact).abs() <= 2e-5 * mag + 1e-30,
+                                    (g as f64 - exact).abs() <= rel * mag + 1e-30,
                                     "{wtype:?} k={k} rows={rows} n={n} {path:?} out {o}: {g} vs {exact}"
                                 );
                             }
@@ -1155,6 +1198,7 @@ mod tests {
                     let e = nmse(&all_got[p], &all_want);
                     let limit = match path {
                         Path::Vec(_) if quantized => 5e-4,
+                        Path::Vec(l) if half_accumulation(l, wtype) => 5e-4,
                         _ => 1e-7,
                     };
                     assert!(e < limit, "{wtype:?} k={k} {path:?}: nmse {e:e} >= {limit:e}");

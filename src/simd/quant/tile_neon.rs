@@ -32,12 +32,22 @@
 //!   ggml multiplies two rows at once), SVE builds, and ggml's aarch64 weight repacking
 //!   (Q4_0_4x4/4x8/8x8). Against those the results are only close.
 //!
-//! F16/F32 products follow `ggml_vec_dot_f16` / `ggml_vec_dot_f32` for NEON without FP16 vector
-//! arithmetic: four 4-lane FMA accumulators over 16-element steps, reduced as
-//! `vaddvq((acc0 + acc2) + (acc1 + acc3))`, leftovers in double (F16) or float with FMA (F32).
-//! ggml builds with `+fp16` (most of llama.rn's arm64 libraries and whisper.rn's) accumulate F16
-//! products in half precision instead, which this does not reproduce (it is much less accurate;
-//! ours is close to the exact value, theirs is not).
+//! F16/F32 products follow `ggml_vec_dot_f16` / `ggml_vec_dot_f32`. Without FP16 vector
+//! arithmetic ([`float_tile`]; F32 always): four 4-lane FMA accumulators over 16-element steps,
+//! reduced as `vaddvq((acc0 + acc2) + (acc1 + acc3))`, leftovers in double (F16) or float with
+//! FMA (F32). ggml built with `+fp16` (every llama.rn arm64 library but `rnllama_v8`, and
+//! whisper.rn's) accumulates F16 products in *half precision* instead ([`f16_tile_hp`]); the
+//! matrix product uses that wherever the CPU has FEAT_FP16, which is exactly when llama.rn /
+//! whisper.rn load such a library. It is far less accurate (a lane's sum keeps 11 bits), but it
+//! is stock's answer on those phones.
+//!
+//! Checked against ggml-cpu itself (scripts/test-aarch64-c.sh: llama.rn's and whisper.rn's
+//! ggml-cpu compiled by clang 14 for `armv8.2-a+fp16+dotprod`, run under qemu): every MUL_MAT,
+//! SILU and SOFT_MAX case of tests_c/simd_ops.c is bit-identical. Measured against other builds
+//! (NMSE per output tensor): `armv8-a` (no dotprod, no fp16) quantized products <= 8e-14;
+//! `armv8.4-a+dotprod+i8mm` Q4_0/Q8_0 with even batches <= 3e-14, while that build's own Q4_1
+//! i8mm kernel is wrong (NMSE 1: it multiplies by the activation scale's raw half bits,
+//! `..._FP16_TO_FP32(b_x0->d)*b_y0->d` in ggml-cpu-quants.c), so there we deliberately differ.
 
 // Register tiles index several arrays (accumulators, prepared rows, scales) with the same row
 // and column numbers; iterator chains over them would hide which output each FMA feeds.
@@ -421,6 +431,124 @@ unsafe fn float_tile_body<E: FloatElem, const R: usize, const C: usize>(w: [&[E]
     out
 }
 
+/// Half-precision vector arithmetic for [`f16_tile_hp`], as inline assembly (Rust's `float16x8_t`
+/// intrinsics are not stable yet). Values travel as `uint16x8_t` bit patterns.
+mod hp {
+    use std::arch::aarch64::*;
+    use std::arch::asm;
+
+    /// `acc + x * y` in half precision, fused (`vfmaq_f16`).
+    ///
+    /// # Safety
+    /// The CPU must have FEAT_FP16 (this and every function here).
+    #[inline]
+    #[target_feature(enable = "fp16")]
+    pub(super) unsafe fn fma(acc: uint16x8_t, x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
+        let mut r = acc;
+        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
+        unsafe { asm!("fmla {r:v}.8h, {x:v}.8h, {y:v}.8h", r = inout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
+        r
+    }
+
+    /// # Safety
+    /// FEAT_FP16.
+    #[inline]
+    #[target_feature(enable = "fp16")]
+    pub(super) unsafe fn add(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
+        let r: uint16x8_t;
+        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
+        unsafe { asm!("fadd {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
+        r
+    }
+
+    /// 8 halves widened to two f32x4 (exact).
+    ///
+    /// # Safety
+    /// FEAT_FP16 (not needed by the instructions, kept uniform).
+    #[inline]
+    #[target_feature(enable = "fp16")]
+    pub(super) unsafe fn widen(x: uint16x8_t) -> (float32x4_t, float32x4_t) {
+        let (lo, hi): (float32x4_t, float32x4_t);
+        // SAFETY: register-only instructions (base aarch64).
+        unsafe {
+            asm!("fcvtl {lo:v}.4s, {x:v}.4h", "fcvtl2 {hi:v}.4s, {x:v}.8h", lo = out(vreg) lo, hi = out(vreg) hi, x = in(vreg) x,
+                options(pure, nomem, nostack, preserves_flags))
+        };
+        (lo, hi)
+    }
+
+    /// 8 f32 that are half values (the F16 activations, kept widened) back to halves: exact.
+    ///
+    /// # Safety
+    /// FEAT_FP16 (not needed by the instructions, kept uniform).
+    #[inline]
+    #[target_feature(enable = "fp16")]
+    pub(super) unsafe fn narrow(lo: float32x4_t, hi: float32x4_t) -> uint16x8_t {
+        let r: uint16x8_t;
+        // SAFETY: register-only instructions (base aarch64).
+        unsafe {
+            asm!("fcvtn {r:v}.4h, {lo:v}.4s", "fcvtn2 {r:v}.8h, {hi:v}.4s", r = out(vreg) r, lo = in(vreg) lo, hi = in(vreg) hi,
+                options(pure, nomem, nostack, preserves_flags))
+        };
+        r
+    }
+}
+
+/// F16 weight rows times F16 activation rows (given widened, `a`) as ggml's `ggml_vec_dot_f16`
+/// computes them when built with FP16 vector arithmetic (`+fp16`: every llama.rn arm64 library
+/// but `rnllama_v8`, and whisper.rn's): four 8-lane *half-precision* FMA accumulators over
+/// 32-element steps (accumulator `j` takes elements `32i + 8j..+8`), reduced in half as
+/// `(acc0 + acc2) + (acc1 + acc3)`, widened, the two halves added and `vaddvq_f32`, then the
+/// leftovers in double. Much less accurate than f32 accumulation (each lane rounds to 11 bits
+/// per step), but it is what stock computes on those phones.
+///
+/// # Safety
+/// The CPU must have FEAT_FP16 (`has_fp16`). (Shapes are checked.)
+#[inline]
+#[target_feature(enable = "fp16")]
+pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+    let k = a[0].len();
+    assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
+    let np = k & !31;
+    // SAFETY (whole body): the loads read 8 elements at offsets < np <= k of slices of length
+    // k; the hp functions need FEAT_FP16, which this function requires; the rest is NEON.
+    unsafe {
+        let ld_w = |r: usize, i: usize| vld1q_u16(w[r][i..i + 8].as_ptr());
+        let ld_a = |c: usize, i: usize| hp::narrow(vld1q_f32(a[c][i..i + 4].as_ptr()), vld1q_f32(a[c][i + 4..i + 8].as_ptr()));
+        let zero = vdupq_n_u16(0);
+        let mut parts = [[[zero; 4]; C]; R];
+        for j in 0..4 {
+            let mut acc = [[zero; C]; R];
+            let mut i = 8 * j;
+            while i < np {
+                let wv: [uint16x8_t; R] = std::array::from_fn(|r| ld_w(r, i));
+                for c in 0..C {
+                    let av = ld_a(c, i);
+                    for r in 0..R {
+                        acc[r][c] = hp::fma(acc[r][c], wv[r], av);
+                    }
+                }
+                i += 32;
+            }
+            for r in 0..R {
+                for c in 0..C {
+                    parts[r][c][j] = acc[r][c];
+                }
+            }
+        }
+        let mut out = [[0f32; C]; R];
+        for r in 0..R {
+            for c in 0..C {
+                let p = &parts[r][c];
+                let x = hp::add(hp::add(p[0], p[2]), hp::add(p[1], p[3]));
+                let (lo, hi) = hp::widen(x);
+                out[r][c] = <u16 as FloatElem>::finish(vaddvq_f32(vaddq_f32(lo, hi)), &w[r][np..], &a[c][np..]);
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::f16::{fp32_to_fp16, fp16_to_fp32};
@@ -680,6 +808,79 @@ mod tests {
                 assert_eq!(t32_3[0][c].to_bits(), float_model(&w32[1], &a[j], |x| x).to_bits(), "k={k}");
             }
         }
+    }
+
+    /// Nearest half (ties to even) of a double, by checking the neighbours of the f32 route.
+    fn f64_to_f16(v: f64) -> u16 {
+        let h = fp32_to_fp16(v as f32);
+        let mut best = h;
+        for c in [h.wrapping_sub(1), h.wrapping_add(1)] {
+            let (fc, fb) = (fp16_to_fp32(c) as f64, fp16_to_fp32(best) as f64);
+            if c & 0x7C00 == 0x7C00 || (fc < 0.0) != (fb < 0.0) && fc != 0.0 {
+                continue;
+            }
+            let (dc, db) = ((fc - v).abs(), (fb - v).abs());
+            if dc < db || (dc == db && c & 1 == 0) {
+                best = c;
+            }
+        }
+        best
+    }
+
+    /// ggml's `vec_dot_f16` with FP16 arithmetic in scalar Rust: each half FMA computed exactly
+    /// in f64 (products of halves are exact, and the test values keep the sums within 53 bits)
+    /// and rounded once to half.
+    fn f16_hp_model(w: &[u16], a: &[f32]) -> f32 {
+        let k = a.len();
+        let np = k & !31;
+        let h = |x: u16| fp16_to_fp32(x) as f64;
+        let mut acc = [[0u16; 8]; 4];
+        let mut i = 0;
+        while i < np {
+            for j in 0..4 {
+                for l in 0..8 {
+                    let e = i + 8 * j + l;
+                    acc[j][l] = f64_to_f16(h(acc[j][l]) + h(w[e]) * a[e] as f64);
+                }
+            }
+            i += 32;
+        }
+        let add = |x: [u16; 8], y: [u16; 8]| -> [u16; 8] { std::array::from_fn(|l| f64_to_f16(h(x[l]) + h(y[l]))) };
+        let x = add(add(acc[0], acc[2]), add(acc[1], acc[3]));
+        let t: [f32; 4] = std::array::from_fn(|l| fp16_to_fp32(x[l]) + fp16_to_fp32(x[l + 4]));
+        <u16 as FloatElem>::finish((t[0] + t[1]) + (t[2] + t[3]), &w[np..], &a[np..])
+    }
+
+    #[test]
+    fn f16_half_precision_tiles_match_model() {
+        if !crate::simd::cpu_features::has_fp16() {
+            return;
+        }
+        let mut rng = Lcg::new(12);
+        for k in [1usize, 31, 32, 33, 64, 100, 576, 1536] {
+            let w: Vec<Vec<u16>> = (0..2).map(|_| (0..k).map(|_| fp32_to_fp16(rng.next_gauss())).collect()).collect();
+            let a: Vec<Vec<f32>> = (0..3).map(|_| (0..k).map(|_| fp16_to_fp32(fp32_to_fp16(rng.next_gauss()))).collect()).collect();
+            // SAFETY: FEAT_FP16 checked above.
+            let t22 = unsafe { f16_tile_hp::<2, 2>([&w[0], &w[1]], [&a[0], &a[2]]) };
+            let t11 = unsafe { f16_tile_hp::<1, 1>([&w[1]], [&a[1]]) };
+            for r in 0..2 {
+                for (c, j) in [0usize, 2].into_iter().enumerate() {
+                    assert_eq!(t22[r][c].to_bits(), f16_hp_model(&w[r], &a[j]).to_bits(), "k={k} r={r} c={c}");
+                }
+            }
+            assert_eq!(t11[0][0].to_bits(), f16_hp_model(&w[1], &a[1]).to_bits(), "k={k}");
+        }
+        // Hand-computed: lane 0 of accumulator 0 sees elements 0 and 32: 2048*1 then + 1*1 =
+        // 2049, which half precision rounds to 2048 (ties to even); f32 would keep 2049.
+        let mut w = vec![0u16; 64];
+        let mut a = vec![0f32; 64];
+        w[0] = fp32_to_fp16(2048.0);
+        a[0] = 1.0;
+        w[32] = fp32_to_fp16(1.0);
+        a[32] = 1.0;
+        // SAFETY: FEAT_FP16 checked above.
+        assert_eq!(unsafe { f16_tile_hp::<1, 1>([&w], [&a]) }[0][0], 2048.0);
+        assert_eq!(float_tile::<u16, 1, 1>([&w], [&a])[0][0], 2049.0);
     }
 
     /// Hand-computed: one block pair plus an odd tail block with unit scales gives the exact
