@@ -277,7 +277,8 @@ pub(crate) mod tests {
         let k = f(e.wrapping_add(1.0f32.to_bits()));
         let u = b * b;
         let j = f(C4).mul_add(b, f(C3)).mul_add(u, f(C2).mul_add(b, f(C1))).mul_add(u, f(C0) * b);
-        if !(n.abs() > 126.0) {
+        // (a NaN n compares false in the vector code's |n| > 126, taking this branch)
+        if n.abs() <= 126.0 || n.is_nan() {
             return j.mul_add(k, k);
         }
         let d: u32 = if n <= 0.0 { 0x8200_0000 } else { 0 };
@@ -333,7 +334,7 @@ pub(crate) mod tests {
         assert_eq!(v_expf_model(f32::INFINITY), f32::INFINITY);
         assert_eq!(v_expf_model(f32::NEG_INFINITY), 0.0);
         assert!((v_expf_model(1.0) - std::f32::consts::E).abs() <= 2.0 * f32::EPSILON * 3.0);
-        assert!((v_expf_model(-100.0) / 3.720_076e-44 - 1.0).abs() < 0.05);
+        assert!((v_expf_model(-100.0) / 3.72e-44 - 1.0).abs() < 0.05);
     }
 
     #[test]
