@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's test command: Rust tests, then the C tests (host ggml cores
-# from llama.rn / whisper.rn linked against ggml-backend-rs) via CMake/CTest.
+# from llama.rn / whisper.rn linked against ggml-backend-rs) via CMake/CTest, then the NEON
+# kernels cross-built for aarch64 under qemu-user (scripts/test-aarch64*.sh).
 #   BUILD_DIR  (default: build)      CMake build directory
 #   JOBS       (default: nproc)      parallel build jobs
 # Extra arguments are passed to the CMake configure step.
@@ -22,3 +23,11 @@ cargo test --release
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure
+
+# The NEON kernels: cross-built for aarch64 and run under qemu-user (Rust kernel tests on two CPU
+# models, then the C op suite against ggml-cpu compiled for llama.rn's Armv8.2 phones). On an
+# aarch64 machine the suites above already run them natively. GGML_RS_SKIP_AARCH64=1 skips this.
+if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
+  bash scripts/test-aarch64.sh
+  BUILD_DIR="$BUILD_DIR-aarch64" bash scripts/test-aarch64-c.sh
+fi
