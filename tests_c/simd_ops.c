@@ -2,8 +2,10 @@
  * The SIMD backend op by op against the host's ggml-cpu, for both prefixes (-DTEST_PREFIX_LM /
  * -DTEST_PREFIX_WSP): every case builds a small graph on random inputs, runs it on both backends
  * with compare_graph_backend and checks each node's normalized mean squared error
- * (sum((a-b)^2) / sum(a^2), as ggml's test-backend-ops) against a threshold: 5e-4 for matrix
- * products with quantized (or F16, see below) weights, 1e-7 for the rest.
+ * (sum((a-b)^2) / sum(a^2), as ggml's test-backend-ops). On the SIMD kernels that reproduce the
+ * host ggml-cpu's float order (AVX2 against an AVX2 build; NEON against an Armv8.2+fp16+dotprod
+ * clang build) every case must be bit-identical; otherwise (portable kernels) the thresholds are
+ * ggml's: 5e-4 for matrix products with quantized (or F16, see below) weights, 1e-7 for the rest.
  * Run with GGML_RS_SIMD_PORTABLE=1 too: the same cases on the portable kernels.
  */
 #include <math.h>
@@ -208,17 +210,17 @@ int main(void) {
     }
 
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 33, 7, 3, 2), * b = t4(c, C(TYPE_F32), 33, 1, 3, 1);
-        check("add broadcast", c, G(add)(c, a, b), EXACT); }
+        check("add broadcast", c, G(add)(c, a, b), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 33, 7, 3, 2), * b = t4(c, C(TYPE_F32), 33, 7, 1, 2);
-        check("mul broadcast", c, G(mul)(c, a, b), EXACT); }
+        check("mul broadcast", c, G(mul)(c, a, b), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1), * b = t4(c, C(TYPE_F32), 17, 5, 1, 1);
-        check("sub", c, G(sub)(c, a, b), EXACT); }
+        check("sub", c, G(sub)(c, a, b), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
-        check("scale", c, G(scale)(c, a, 0.37f), EXACT); }
+        check("scale", c, G(scale)(c, a, 0.37f), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
-        check("sqr", c, G(sqr)(c, a), EXACT); }
+        check("sqr", c, G(sqr)(c, a), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 17, 5, 1, 1);
-        check("sqrt of sqr", c, G(sqrt)(c, G(sqr)(c, a)), EXACT); }
+        check("sqrt of sqr", c, G(sqrt)(c, G(sqr)(c, a)), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1536, 9, 1, 1);
         check("silu", c, G(silu)(c, G(scale)(c, a, 8.0f)), bitwise_or(EXACT)); }
     {   /* rows of 8k+1: ggml's vector loop leaves a scalar (libm expf) tail; inputs up to +-150
@@ -228,9 +230,9 @@ int main(void) {
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1536, 9, 1, 1);
         check("gelu", c, G(gelu)(c, G(scale)(c, a, 12.0f)), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 7, 2, 1);
-        check("norm", c, G(norm)(c, a, 1e-5f), EXACT); }
+        check("norm", c, G(norm)(c, a, 1e-5f), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 7, 2, 1);
-        check("rms_norm", c, G(rms_norm)(c, a, 1e-5f), EXACT); }
+        check("rms_norm", c, G(rms_norm)(c, a, 1e-5f), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 37, 11, 3, 1);
         check("soft_max", c, G(soft_max)(c, a), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 11, 9, 1), * m = t4(c, C(TYPE_F32), 64, 16, 1, 1);
@@ -254,7 +256,7 @@ int main(void) {
         fill(a, -1, 1);
         int32_t p[7] = { 0, 3, 17, 100, 511, 4000, 9 };
         GB(tensor_set)(pos, p, 0, sizeof p);
-        struct stats s = { name, 0, EXACT, 0 };
+        struct stats s = { name, 0, bitwise_or(EXACT), 0 };
         if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) s.bad = 1;
         printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
         n_failed += s.bad;
@@ -282,17 +284,17 @@ int main(void) {
         G(free)(c);
     }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 6, 5, 1), * kv = t4(c, C(TYPE_F16), 64, 6, 5, 1);
-        check("cpy f32->f16", c, G(cpy)(c, a, kv), EXACT); }
+        check("cpy f32->f16", c, G(cpy)(c, a, kv), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F16), 64, 6, 5, 1), * o = t4(c, C(TYPE_F32), 64, 6, 5, 1);
-        check("cpy f16->f32", c, G(cpy)(c, a, o), EXACT); }
+        check("cpy f16->f32", c, G(cpy)(c, a, o), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 16, 6, 5, 1);
-        check("cont of permuted", c, G(cont)(c, G(permute)(c, a, 0, 2, 1, 3)), EXACT); }
+        check("cont of permuted", c, G(cont)(c, G(permute)(c, a, 0, 2, 1, 3)), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 24, 10, 1, 1), * kv = t4(c, C(TYPE_F16), 240, 1, 1, 1);
-        check("cpy transposed into a flat f16", c, G(cpy)(c, G(transpose)(c, a), kv), EXACT); }
+        check("cpy transposed into a flat f16", c, G(cpy)(c, G(transpose)(c, a), kv), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx();
         tensor_t * k = t4(c, C(TYPE_F16), 3, 80, 64, 1);   /* kernel [K, IC, OC] */
         tensor_t * x = t4(c, C(TYPE_F32), 300, 80, 1, 1);  /* input [IW, IC, N] */
-        check("im2col 1d (conv_1d)", c, G(im2col)(c, k, x, 1, 0, 1, 0, 1, 0, false, C(TYPE_F16)), EXACT); }
+        check("im2col 1d (conv_1d)", c, G(im2col)(c, k, x, 1, 0, 1, 0, 1, 0, false, C(TYPE_F16)), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx();
         tensor_t * k = t4(c, C(TYPE_F16), 3, 80, 64, 1);
         tensor_t * x = t4(c, C(TYPE_F32), 300, 80, 1, 1);
