@@ -156,11 +156,11 @@ static const double EXACT = 1e-7;
 static double bitwise_or(double portable_threshold) {
 #if defined(GGML_RS_HOST_AVX2) && defined(__x86_64__)
     /* the host core was compiled for AVX2; SIMD picks its AVX2 kernels when the CPU has them */
-    if (!getenv("GGML_RS_SIMD_PORTABLE") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 0.0;
+    if (!getenv("GGML_RS_SIMD_PORTABLE") && !getenv("GGML_RS_SIMD_SGEMM") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 0.0;
 #elif defined(GGML_RS_HOST_NEON_DOTPROD) && defined(__aarch64__)
     /* the host core was compiled by clang for Armv8.2+fp16+dotprod without i8mm/SVE
        (scripts/test-aarch64-c.sh): the build SIMD's NEON kernels reproduce on a CPU with both */
-    if (!getenv("GGML_RS_SIMD_PORTABLE")) return 0.0;
+    if (!getenv("GGML_RS_SIMD_PORTABLE") && !getenv("GGML_RS_SIMD_SGEMM")) return 0.0;
 #endif
     return portable_threshold;
 }
