@@ -46,55 +46,38 @@ pub(crate) struct Q4_0;
 pub(crate) struct Q4_1;
 pub(crate) struct Q8_0;
 
-// SAFETY: AVX2-only bodies, see the trait.
-unsafe impl Format for Q4_0 {
-    type W = BlockQ4_0;
-    type A = BlockQ8_0;
-    /// (|q - 8|, q - 8): ggml's signed-times-signed trick moves the weight's sign onto the
-    /// activation so the unsigned-by-signed byte multiply applies.
-    type Prep = (__m256i, __m256i);
-    const HAS_MIN: bool = false;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prep(w: &BlockQ4_0) -> (Self::Prep, f32, f32) {
-        let q = _mm256_sub_epi8(nibbles32(&w.qs), _mm256_set1_epi8(8));
-        ((_mm256_sign_epi8(q, q), q), half(w.d), 0.0)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn acts(a: &BlockQ8_0) -> __m256i {
-        load_i8x32(&a.qs)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
-        mul_sum_us8_pairs_float(p.0, _mm256_sign_epi8(a, p.1))
-    }
+/// The two formats with signed weights against Q8_0 activations. Prep is (|q|, q): ggml's
+/// signed-times-signed trick moves the weight's sign onto the activation so the
+/// unsigned-by-signed byte multiply applies.
+macro_rules! signed_format {
+    ($fmt:ident, $block:ident, |$w:ident| $quants:expr) => {
+        // SAFETY: AVX2-only bodies, see the trait.
+        unsafe impl Format for $fmt {
+            type W = $block;
+            type A = BlockQ8_0;
+            type Prep = (__m256i, __m256i);
+            const HAS_MIN: bool = false;
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn prep($w: &$block) -> (Self::Prep, f32, f32) {
+                let q = $quants;
+                ((_mm256_sign_epi8(q, q), q), half($w.d), 0.0)
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn acts(a: &BlockQ8_0) -> __m256i {
+                load_i8x32(&a.qs)
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
+                mul_sum_us8_pairs_float(p.0, _mm256_sign_epi8(a, p.1))
+            }
+        }
+    };
 }
-
-// SAFETY: AVX2-only bodies, see the trait.
-unsafe impl Format for Q8_0 {
-    type W = BlockQ8_0;
-    type A = BlockQ8_0;
-    type Prep = (__m256i, __m256i);
-    const HAS_MIN: bool = false;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prep(w: &BlockQ8_0) -> (Self::Prep, f32, f32) {
-        let q = load_i8x32(&w.qs);
-        ((_mm256_sign_epi8(q, q), q), half(w.d), 0.0)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn acts(a: &BlockQ8_0) -> __m256i {
-        load_i8x32(&a.qs)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
-        mul_sum_us8_pairs_float(p.0, _mm256_sign_epi8(a, p.1))
-    }
-}
+signed_format!(Q4_0, BlockQ4_0, |w| _mm256_sub_epi8(nibbles32(&w.qs), _mm256_set1_epi8(8)));
+signed_format!(Q8_0, BlockQ8_0, |w| load_i8x32(&w.qs));
 
 // SAFETY: AVX2-only bodies, see the trait.
 unsafe impl Format for Q4_1 {
