@@ -529,48 +529,16 @@ fn for_each_output<R>(dst: &mut DstView<'_>, n: usize, row: impl Fn(usize) -> R,
     }
 }
 
-/// Expands to the whole dot-product kernel with the given per-format dot functions, so the
-/// portable and SIMD variants share one body.
-macro_rules! mul_mat_vec_body {
-    ($w:ident, $acts:ident, $q:ident, $dst:ident, $f32:path, $f16:path, $q4_0:path, $q4_1:path, $q8_0:path) => {{
-        let n = $acts.n;
-        match $w.wtype {
-            WType::F32 => for_each_output($dst, n, |i| $w.row_f32(i), |wr, j| $f32(wr, $acts.row(j))),
-            WType::F16 => for_each_output($dst, n, |i| $w.row_f16(i), |wr, j| $f16(wr, $acts.row(j))),
-            WType::Q4_0 => for_each_output(
-                $dst,
-                n,
-                |i| blocks_from_bytes::<BlockQ4_0>($w.row(i)),
-                |wr, j| $q4_0(wr, $q.q8_0_row(j)),
-            ),
-            WType::Q4_1 => for_each_output(
-                $dst,
-                n,
-                |i| blocks_from_bytes::<BlockQ4_1>($w.row(i)),
-                |wr, j| $q4_1(wr, $q.q8_1_row(j)),
-            ),
-            WType::Q8_0 => for_each_output(
-                $dst,
-                n,
-                |i| blocks_from_bytes::<BlockQ8_0>($w.row(i)),
-                |wr, j| $q8_0(wr, $q.q8_0_row(j)),
-            ),
-        }
-    }};
-}
-
+/// The portable dot-product kernel (ggml's scalar `vec_dot`s); the SIMD levels use tiles.
 fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-    mul_mat_vec_body!(
-        w,
-        acts,
-        q,
-        dst,
-        dot_f32_portable,
-        quant::f16::dot_f16_f32_portable,
-        q4_0::vec_dot_portable,
-        q4_1::vec_dot_portable,
-        q8_0::vec_dot_portable
-    )
+    let n = acts.n;
+    match w.wtype {
+        WType::F32 => for_each_output(dst, n, |i| w.row_f32(i), |wr, j| dot_f32_portable(wr, acts.row(j))),
+        WType::F16 => for_each_output(dst, n, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),
+        WType::Q4_0 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ4_0>(w.row(i)), |wr, j| q4_0::vec_dot_portable(wr, q.q8_0_row(j))),
+        WType::Q4_1 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ4_1>(w.row(i)), |wr, j| q4_1::vec_dot_portable(wr, q.q8_1_row(j))),
+        WType::Q8_0 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
+    }
 }
 
 /// Weight rows dequantized per sgemm call: a panel of about 256 KiB so it stays in L2 while
@@ -657,6 +625,78 @@ fn check_shapes(w: &Weights<'_>, acts: &Acts<'_>, dst: &DstView<'_>) {
     assert!(dst.rows.end <= w.rows, "dst covers weight rows {:?} but there are {}", dst.rows, w.rows);
 }
 
+/// A register-tile kernel for the SIMD levels: the outputs of weight rows `i..i + R` against
+/// activation rows `j..j + C`, computed together.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+trait Tiles {
+    /// # Safety
+    /// The CPU must have the features the implementing kernel is compiled for.
+    unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R];
+}
+
+/// Fills `dst` tile by tile: weight rows in pairs and activation rows in fours, then the ragged
+/// edges. (Four weight rows per tile when decoding measured slower: the interleaved streams
+/// defeat the hardware prefetcher even with software prefetch.) Inlined into each level's
+/// `#[target_feature]` entry, so the kernels compile with that level's instructions.
+///
+/// # Safety
+/// As [`Tiles::tile`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+unsafe fn walk_tiles<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
+    let rows = dst.weight_rows();
+    let mut i = rows.start;
+    // SAFETY (walk_cols): passed on from this function's contract.
+    while i + 2 <= rows.end {
+        unsafe { walk_cols::<K, 2>(k, dst, i) };
+        i += 2;
+    }
+    if i < rows.end {
+        unsafe { walk_cols::<K, 1>(k, dst, i) };
+    }
+}
+
+/// # Safety
+/// As [`Tiles::tile`].
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: usize) {
+    let n = dst.n();
+    let mut j = 0;
+    // SAFETY (tile calls): passed on from this function's contract.
+    while j + 4 <= n {
+        put_tile(dst, i, j, unsafe { k.tile::<R, 4>(i, j) });
+        j += 4;
+    }
+    match n - j {
+        3 => put_tile(dst, i, j, unsafe { k.tile::<R, 3>(i, j) }),
+        2 => put_tile(dst, i, j, unsafe { k.tile::<R, 2>(i, j) }),
+        1 => put_tile(dst, i, j, unsafe { k.tile::<R, 1>(i, j) }),
+        _ => {}
+    }
+}
+
+/// F16 / F32 weight rows `w(i)` against activation rows `a(j)` (already in ggml's partner
+/// precision); each level implements [`Tiles`] for it with its float kernel.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+struct FloatTiles<W, A> {
+    w: W,
+    a: A,
+}
+
+/// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+fn put_tile<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, out: [[f32; C]; R]) {
+    let r0 = dst.rows.start;
+    for (c, col) in (j..j + C).enumerate() {
+        let row = dst.row_mut(col);
+        for r in 0..R {
+            row[i + r - r0] = out[r][c];
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
@@ -677,84 +717,43 @@ mod x86 {
         }
     }
 
-    /// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
-    #[inline(always)]
-    fn put<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, out: [[f32; C]; R]) {
-        let r0 = dst.rows.start;
-        for (c, col) in (j..j + C).enumerate() {
-            let row = dst.row_mut(col);
-            for r in 0..R {
-                row[i + r - r0] = out[r][c];
-            }
+    /// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations.
+    struct QuantTiles<'a, F: tile::Format> {
+        w: &'a Weights<'a>,
+        a: &'a tile::ActRows<'a, F::A>,
+    }
+
+    impl<F: tile::Format> Tiles for QuantTiles<'_, F> {
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
+            let wr = std::array::from_fn(|r| blocks_from_bytes::<F::W>(self.w.row(i + r)));
+            // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that columns
+            // j..j + C exist and that the rows hold a.nb blocks.
+            unsafe { tile::quant_tile::<F, R, C>(wr, self.a, j) }
         }
     }
 
-    /// Weight rows in pairs and activation rows in fours, then the ragged edges. (Four weight
-    /// rows per tile when decoding measured slower: the interleaved streams defeat the hardware
-    /// prefetcher even with software prefetch.)
+    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E], A: Fn(usize) -> &'a [f32]> Tiles for FloatTiles<W, A> {
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
+            // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that all rows
+            // have the same length.
+            unsafe { tile::float_tile::<E, R, C>(std::array::from_fn(|r| (self.w)(i + r)), std::array::from_fn(|c| (self.a)(j + c))) }
+        }
+    }
+
     #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
     #[target_feature(enable = "avx2,fma,f16c")]
     fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-        let rows = dst.weight_rows();
-        let blocks = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
-        let mut i = rows.start;
-        while i + 2 <= rows.end {
-            quant_cols::<F, 2>([blocks(i), blocks(i + 1)], a, dst, i);
-            i += 2;
-        }
-        if i < rows.end {
-            quant_cols::<F, 1>([blocks(i)], a, dst, i);
-        }
-    }
-
-    #[inline(always)]
-    fn quant_cols<F: tile::Format, const R: usize>(wr: [&[F::W]; R], a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>, i: usize) {
-        let n = a.n;
-        let mut j = 0;
-        // SAFETY (all tile calls): AVX2/FMA/F16C are enabled in every caller; the kernels check
-        // that columns j..j + C exist and that the rows hold a.nb blocks.
-        while j + 4 <= n {
-            put(dst, i, j, unsafe { tile::quant_tile::<F, R, 4>(wr, a, j) });
-            j += 4;
-        }
-        match n - j {
-            3 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 3>(wr, a, j) }),
-            2 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 2>(wr, a, j) }),
-            1 => put(dst, i, j, unsafe { tile::quant_tile::<F, R, 1>(wr, a, j) }),
-            _ => {}
-        }
+        // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+        unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
     }
 
     #[inline(never)] // as quant_rows
     #[target_feature(enable = "avx2,fma,f16c")]
     fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
-        let rows = dst.weight_rows();
-        let n = dst.n();
-        let mut i = rows.start;
-        while i + 2 <= rows.end {
-            float_cols::<E, 2>([w(i), w(i + 1)], &a, n, dst, i);
-            i += 2;
-        }
-        if i < rows.end {
-            float_cols::<E, 1>([w(i)], &a, n, dst, i);
-        }
-    }
-
-    #[inline(always)]
-    fn float_cols<'a, E: tile::FloatElem, const R: usize>(wr: [&[E]; R], a: &impl Fn(usize) -> &'a [f32], n: usize, dst: &mut DstView<'_>, i: usize) {
-        let mut j = 0;
-        // SAFETY (all tile calls): AVX2/FMA/F16C are enabled in every caller; the kernel checks
-        // that all rows have the same length.
-        while j + 4 <= n {
-            put(dst, i, j, unsafe { tile::float_tile::<E, R, 4>(wr, [a(j), a(j + 1), a(j + 2), a(j + 3)]) });
-            j += 4;
-        }
-        match n - j {
-            3 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 3>(wr, [a(j), a(j + 1), a(j + 2)]) }),
-            2 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 2>(wr, [a(j), a(j + 1)]) }),
-            1 => put(dst, i, j, unsafe { tile::float_tile::<E, R, 1>(wr, [a(j)]) }),
-            _ => {}
-        }
+        // SAFETY: as quant_rows.
+        unsafe { walk_tiles(&FloatTiles { w, a }, dst) }
     }
 
     #[inline]
@@ -815,13 +814,14 @@ mod neon {
     unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
         // SAFETY (quant_rows): passed on from this function's contract.
         match w.wtype {
-            WType::Q4_0 => unsafe { quant_rows::<tile::Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-            WType::Q4_1 => unsafe { quant_rows::<tile::Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
-            WType::Q8_0 => unsafe { quant_rows::<tile::Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q4_0 => unsafe { walk_tiles(&QuantTiles::<tile::Q4_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+            WType::Q4_1 => unsafe { walk_tiles(&QuantTiles::<tile::Q4_1, DOT> { w, a: &q.tile_rows(&q.q8_1) }, dst) },
+            WType::Q8_0 => unsafe { walk_tiles(&QuantTiles::<tile::Q8_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
             // SAFETY: FEAT_FP16 was detected at runtime.
             WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
-            WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
-            WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
+            // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
+            WType::F16 => unsafe { walk_tiles(&FloatTiles { w: |i| w.row_f16(i), a: |j| q.h_row(j) }, dst) },
+            WType::F32 => unsafe { walk_tiles(&FloatTiles { w: |i| w.row_f32(i), a: |j| acts.row(j) }, dst) },
         }
     }
 
@@ -839,99 +839,42 @@ mod neon {
             let wr = [w.row_f16(i), w.row_f16(i + 1)];
             let mut j = 0;
             while j + 2 <= n {
-                put(dst, i, j, unsafe { tile::f16_tile_hp::<2, 2>(wr, [q.h_row(j), q.h_row(j + 1)]) });
+                put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 2>(wr, [q.h_row(j), q.h_row(j + 1)]) });
                 j += 2;
             }
             if j < n {
-                put(dst, i, j, unsafe { tile::f16_tile_hp::<2, 1>(wr, [q.h_row(j)]) });
+                put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 1>(wr, [q.h_row(j)]) });
             }
             i += 2;
         }
         if i < rows.end {
             for j in 0..n {
-                put(dst, i, j, unsafe { tile::f16_tile_hp::<1, 1>([w.row_f16(i)], [q.h_row(j)]) });
+                put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<1, 1>([w.row_f16(i)], [q.h_row(j)]) });
             }
         }
     }
 
-    /// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
-    #[inline(always)]
-    fn put<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, out: [[f32; C]; R]) {
-        let r0 = dst.rows.start;
-        for (c, col) in (j..j + C).enumerate() {
-            let row = dst.row_mut(col);
-            for r in 0..R {
-                row[i + r - r0] = out[r][c];
-            }
+    /// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations, `sdot`
+    /// when `DOT`. (The AVX2 tile shape; not tuned on a phone yet.)
+    struct QuantTiles<'a, F: tile::Format, const DOT: bool> {
+        w: &'a Weights<'a>,
+        a: &'a quant::ActRows<'a, F::A>,
+    }
+
+    impl<F: tile::Format, const DOT: bool> Tiles for QuantTiles<'_, F, DOT> {
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
+            let wr = std::array::from_fn(|r| blocks_from_bytes::<F::W>(self.w.row(i + r)));
+            // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
+            // columns j..j + C exist and that the rows hold a.nb blocks.
+            unsafe { tile::quant_tile::<F, DOT, R, C>(wr, self.a, j) }
         }
     }
 
-    /// Weight rows in pairs and activation rows in fours, then the ragged edges (the AVX2
-    /// shape; not tuned on a phone yet).
-    ///
-    /// # Safety
-    /// With `DOT`, the CPU must have the dot product extension.
-    #[inline(always)]
-    unsafe fn quant_rows<F: tile::Format, const DOT: bool>(w: &Weights<'_>, a: &quant::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-        let rows = dst.weight_rows();
-        let blocks = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
-        let mut i = rows.start;
-        // SAFETY (quant_cols): passed on.
-        while i + 2 <= rows.end {
-            unsafe { quant_cols::<F, DOT, 2>([blocks(i), blocks(i + 1)], a, dst, i) };
-            i += 2;
-        }
-        if i < rows.end {
-            unsafe { quant_cols::<F, DOT, 1>([blocks(i)], a, dst, i) };
-        }
-    }
-
-    /// # Safety
-    /// With `DOT`, the CPU must have the dot product extension.
-    #[inline(always)]
-    unsafe fn quant_cols<F: tile::Format, const DOT: bool, const R: usize>(wr: [&[F::W]; R], a: &quant::ActRows<'_, F::A>, dst: &mut DstView<'_>, i: usize) {
-        let n = a.n;
-        let mut j = 0;
-        // SAFETY (all tile calls): dotprod when DOT, by this function's contract; the kernels
-        // check that columns j..j + C exist and that the rows hold a.nb blocks.
-        while j + 4 <= n {
-            put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 4>(wr, a, j) });
-            j += 4;
-        }
-        match n - j {
-            3 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 3>(wr, a, j) }),
-            2 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 2>(wr, a, j) }),
-            1 => put(dst, i, j, unsafe { tile::quant_tile::<F, DOT, R, 1>(wr, a, j) }),
-            _ => {}
-        }
-    }
-
-    #[inline(always)]
-    fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
-        let rows = dst.weight_rows();
-        let n = dst.n();
-        let mut i = rows.start;
-        while i + 2 <= rows.end {
-            float_cols::<E, 2>([w(i), w(i + 1)], &a, n, dst, i);
-            i += 2;
-        }
-        if i < rows.end {
-            float_cols::<E, 1>([w(i)], &a, n, dst, i);
-        }
-    }
-
-    #[inline(always)]
-    fn float_cols<'a, E: tile::FloatElem, const R: usize>(wr: [&[E]; R], a: &impl Fn(usize) -> &'a [f32], n: usize, dst: &mut DstView<'_>, i: usize) {
-        let mut j = 0;
-        while j + 4 <= n {
-            put(dst, i, j, tile::float_tile::<E, R, 4>(wr, [a(j), a(j + 1), a(j + 2), a(j + 3)]));
-            j += 4;
-        }
-        match n - j {
-            3 => put(dst, i, j, tile::float_tile::<E, R, 3>(wr, [a(j), a(j + 1), a(j + 2)])),
-            2 => put(dst, i, j, tile::float_tile::<E, R, 2>(wr, [a(j), a(j + 1)])),
-            1 => put(dst, i, j, tile::float_tile::<E, R, 1>(wr, [a(j)])),
-            _ => {}
+    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E], A: Fn(usize) -> &'a [f32]> Tiles for FloatTiles<W, A> {
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
+            tile::float_tile::<E, R, C>(std::array::from_fn(|r| (self.w)(i + r)), std::array::from_fn(|c| (self.a)(j + c)))
         }
     }
 }
