@@ -16,27 +16,10 @@ cd "$ROOT"
 BUILD_DIR="${BUILD_DIR:-build-aarch64}"
 JOBS="${JOBS:-2}"
 HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+fp16+dotprod}"
-TARGET=aarch64-unknown-linux-gnu
-
-setup_toolchain() {
-    rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" || return 1
-    if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/dev/null \
-        || ! command -v clang >/dev/null || ! command -v ninja >/dev/null; then
-        SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-        $SUDO apt-get update -qq || return 1
-        $SUDO apt-get install -y qemu-user gcc-aarch64-linux-gnu g++-aarch64-linux-gnu \
-            libc6-dev-arm64-cross clang ninja-build cmake || return 1
-    fi
-}
-if ! setup_toolchain; then
-    [ "${GGML_RS_AARCH64_REQUIRED:-0}" = 1 ] && { echo "$(basename "$0"): could not install the aarch64 toolchain" >&2; exit 1; }
-    echo "$(basename "$0"): SKIPPED: could not install the aarch64 toolchain (rustup target / apt)"
-    exit 0
-fi
+source scripts/aarch64-toolchain.sh
+aarch64_toolchain "aarch64-linux-gnu-g++ clang ninja" g++-aarch64-linux-gnu clang ninja-build cmake
 bash scripts/fetch-hosts.sh
 
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
 cargo build --release --target "$TARGET" -j "$JOBS"
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \

@@ -15,26 +15,8 @@ cd "$ROOT"
 JOBS="${JOBS:-2}"
 FILTER="${FILTER:-simd}"
 CPUS="${CPUS:-max cortex-a53}"
-TARGET=aarch64-unknown-linux-gnu
-
-# Toolchain: Rust target, cross gcc/libc (for build.rs's host.c and linking), qemu-user.
-setup_toolchain() {
-    rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" || return 1
-    if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64 >/dev/null \
-        || [ ! -d /usr/aarch64-linux-gnu/lib ]; then
-        SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
-        $SUDO apt-get update -qq || return 1
-        $SUDO apt-get install -y qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross || return 1
-    fi
-}
-if ! setup_toolchain; then
-    [ "${GGML_RS_AARCH64_REQUIRED:-0}" = 1 ] && { echo "$(basename "$0"): could not install the aarch64 toolchain" >&2; exit 1; }
-    echo "$(basename "$0"): SKIPPED: could not install the aarch64 toolchain (rustup target / apt)"
-    exit 0
-fi
-
-export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
-export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+source scripts/aarch64-toolchain.sh
+aarch64_toolchain ""
 
 # Build once, then run the test binary directly under each CPU model.
 cargo test --release --lib --target "$TARGET" -j "$JOBS" --no-run
