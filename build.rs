@@ -10,7 +10,8 @@ struct Export {
     revs: String,
     header: String,
     name: String,
-    params: Vec<(String, String)>,
+    /// (name, type, in the header): `~name` params are taken from the ABI but not declared
+    params: Vec<(String, String, bool)>,
     ret: Option<String>,
     default: Option<String>,
     /// glue function, when it is not named like the export
@@ -37,7 +38,11 @@ fn parse_list(text: &str) -> Vec<Export> {
             .filter(|p| !p.is_empty())
             .map(|p| {
                 let (n, t) = p.split_once(':').unwrap_or_else(|| bad("param without type"));
-                (n.trim().to_string(), t.trim().to_string())
+                let (n, declared) = match n.trim().strip_prefix('~') {
+                    Some(hidden) => (hidden, false),
+                    None => (n.trim(), true),
+                };
+                (n.to_string(), t.trim().to_string(), declared)
             })
             .collect();
         let tail = rest[close + 1..].trim();
@@ -86,10 +91,12 @@ fn type_aliases(rev: &str) -> Vec<(&'static str, String, Option<&'static str>)> 
     ]
 }
 
-fn export_fn(e: &Export, p: &str, rev: &str) -> String {
+/// `for_header`: the text cbindgen reads, without the undeclared (`~`) parameters.
+fn export_fn(e: &Export, p: &str, rev: &str, for_header: bool) -> String {
     let sub = |s: &str| s.replace("{p}", p);
-    let params: Vec<String> = e.params.iter().map(|(n, t)| format!("{}: {}", n, sub(t))).collect();
-    let args: Vec<&str> = e.params.iter().map(|(n, _)| n.as_str()).collect();
+    let params: Vec<String> =
+        e.params.iter().filter(|(_, _, declared)| *declared || !for_header).map(|(n, t, _)| format!("{}: {}", n, sub(t))).collect();
+    let args: Vec<&str> = e.params.iter().map(|(n, _, _)| n.as_str()).collect();
     let ret = e.ret.as_ref().map(|r| format!(" -> {}", sub(r))).unwrap_or_default();
     let default = match &e.default {
         Some(d) => format!("crate::abi::{}", d),
@@ -154,9 +161,8 @@ fn main() {
         let mut all = prelude.clone();
         let mut per_header: HashMap<&str, String> = HashMap::new();
         for e in list.iter().filter(|e| e.revs == "both" || e.revs == tag) {
-            let f = export_fn(e, &p, rev);
-            all.push_str(&f);
-            per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&f);
+            all.push_str(&export_fn(e, &p, rev, false));
+            per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&export_fn(e, &p, rev, true));
         }
         write_if_changed(&out.join(format!("exports_{tag}.rs")), &all);
 

@@ -129,9 +129,16 @@ pub fn buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> R
     let Some(b) = crate::abi::vtable::obj_mut(buffer) else { bail!("buffer is NULL") };
     b.usage = usage;
     if is_multi_buffer(b) {
-        for &part in multi_parts(b) {
-            buffer_set_usage(part, usage)?;
-        }
+        multi_buffer_set_usage(b, usage)?;
+    }
+    Ok(())
+}
+
+/// Only the parts: stock leaves the multi-buffer's own usage alone here (only `buffer_set_usage`
+/// sets both), and the scheduler reads the usage of the buffer a tensor points at, a part.
+pub fn multi_buffer_set_usage<R: Rev>(b: &Buffer<R>, usage: BufferUsage) -> Result<()> {
+    for &part in multi_parts(b) {
+        buffer_set_usage(part, usage)?;
     }
     Ok(())
 }

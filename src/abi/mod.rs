@@ -163,6 +163,30 @@ pub struct Tensor<R: Rev> {
     pub padding: [c_char; 8],
 }
 
+/// A bitwise copy (every field is plain data; pointers are copied, not followed): the scheduler
+/// asks backends about stand-ins of nodes as they will look after their inputs are copied.
+impl<R: Rev> Clone for Tensor<R> {
+    fn clone(&self) -> Self {
+        Tensor {
+            type_: self.type_,
+            backend_or_pad: self.backend_or_pad,
+            buffer: self.buffer,
+            ne: self.ne,
+            nb: self.nb,
+            op: self.op,
+            op_params: self.op_params,
+            flags: self.flags,
+            src: self.src,
+            view_src: self.view_src,
+            view_offs: self.view_offs,
+            data: self.data,
+            name: self.name,
+            extra: self.extra,
+            padding: self.padding,
+        }
+    }
+}
+
 #[repr(C)]
 pub struct HashSet<R: Rev> {
     pub size: usize,

@@ -121,8 +121,10 @@ pub fn buffer_is_multi_buffer<R: Rev>(buffer: *mut Buffer<R>) -> Result<bool> {
     Ok(buffer::is_multi_buffer(non_null!(buffer, "buffer")))
 }
 pub fn multi_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> Result<()> {
-    ensure!(buffer::is_multi_buffer(non_null!(buffer, "buffer")), "buffer is not a multi-buffer");
-    buffer_set_usage(buffer, usage)
+    ensure!((USAGE_ANY..=USAGE_COMPUTE).contains(&usage), "unknown buffer usage {}", usage);
+    let b = non_null!(buffer, "buffer");
+    ensure!(buffer::is_multi_buffer(b), "buffer is not a multi-buffer");
+    buffer::multi_buffer_set_usage(b, usage)
 }
 pub fn register<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
     R::registry().register_backend(reg)
@@ -518,7 +520,27 @@ pub fn compare_graph_backend<R: Rev>(
     user_data: *mut c_void,
 ) -> Result<bool> {
     let Some(cb) = callback else { bail!("callback is NULL") };
-    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data)
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data, None)
+}
+/// wsp: the spec declares five parameters, whisper.rn 0.4.3's own header a sixth, `test_node`,
+/// and callers of both kinds exist. The export takes six (the header stays at five, see
+/// exports.list). A caller that passed five leaves an indeterminate value in the sixth
+/// argument's place: on x86_64 SysV (r9) and AArch64 AAPCS (x5) a register, on 32-bit ARM and
+/// x86 a stack slot in the caller's own frame, so reading it never faults. The value is only
+/// compared with the graph's node pointers, never dereferenced: when it equals one, the caller
+/// meant it (0.4.3's behaviour for that node), otherwise it is the spec's five-parameter call.
+pub fn compare_graph_backend_test_node<R: Rev>(
+    backend1: *mut Backend<R>,
+    backend2: *mut Backend<R>,
+    g: *mut CGraph<R>,
+    callback: CompareCallback<R>,
+    user_data: *mut c_void,
+    test_node: *mut Tensor<R>,
+) -> Result<bool> {
+    let Some(cb) = callback else { bail!("callback is NULL") };
+    let graph = graph_mut(g)?;
+    let index = if test_node.is_null() { None } else { graph.nodes().iter().position(|&n| n == test_node) };
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph, cb, user_data, index)
 }
 
 // ---------------------------------------------------------------- the SIMD backend

@@ -22,6 +22,39 @@ impl<R: Rev> Sched<R> {
             .unwrap_or(-1)
     }
 
+    /// Can backend `b` run `node` once its sources in buffers `b` cannot use are copied into a
+    /// buffer of `b`'s type (what pass 5 does)? Asked on a stand-in of the node whose such
+    /// sources are stand-ins of those copies: same layout, no data yet, in an empty buffer of
+    /// `b`'s buffer type. Nothing is written to the graph.
+    pub(super) fn supports_op_with_copies(&self, b: usize, node: &Tensor<R>) -> bool {
+        let foreign = |s: &Tensor<R>| obj(s.data_buffer()).is_some_and(|buf| !self.supports_buft(b, buf.buft));
+        if !node.src.iter().filter_map(|&s| obj(s)).any(foreign) {
+            return self.supports_op(b, node);
+        }
+        let mut copy_buffer =
+            Buffer { iface: BufferI::EMPTY, buft: self.bufts[b], context: std::ptr::null_mut(), size: 0, usage: USAGE_COMPUTE };
+        let mut copies: [Option<Tensor<R>>; MAX_SRC] = std::array::from_fn(|_| None);
+        for (j, copy) in copies.iter_mut().enumerate() {
+            let Some(s) = obj(node.src[j]).filter(|s| foreign(s)) else { continue };
+            let mut c = s.clone();
+            c.buffer = &mut copy_buffer;
+            c.op = R::OPS.none;
+            c.src = [std::ptr::null_mut(); MAX_SRC];
+            c.view_src = std::ptr::null_mut();
+            c.view_offs = 0;
+            c.data = std::ptr::null_mut();
+            c.extra = std::ptr::null_mut();
+            *copy = Some(c);
+        }
+        let mut stand_in = node.clone();
+        for (j, copy) in copies.iter_mut().enumerate() {
+            if let Some(c) = copy {
+                stand_in.src[j] = c;
+            }
+        }
+        self.supports_op(b, &stand_in)
+    }
+
     /// Pass 1 for one tensor: pinned by its (or its view source's) buffer, a graph input on the
     /// CPU, or next to its weights (unless a higher-priority backend wants to offload the op).
     fn backend_from_cur(&self, t: *mut Tensor<R>) -> Result<i32> {

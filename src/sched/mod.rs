@@ -357,12 +357,15 @@ impl<R: Rev> Sched<R> {
     }
 
     /// Unlike stock, the assignment is checked: a backend that cannot run the op is refused here
-    /// rather than failing later inside compute.
+    /// rather than failing later inside compute. It is asked about the node as it will compute
+    /// it, with the inputs pass 5 copies into its buffer (stock honours such assignments: e.g. a
+    /// weight in an accelerator's buffer under a node forced to the CPU, which wsp's CPU device
+    /// refuses while the weight is still in the non-host buffer).
     pub fn set_tensor_backend(&mut self, node: &Tensor<R>, backend: *mut Backend<R>) -> Result<()> {
         let Some(i) = self.backend_index(backend) else { bail!("backend is not part of this scheduler") };
         let be = obj(backend).unwrap();
         ensure!(
-            crate::backend::supports_op(be, node).unwrap_or(false),
+            self.supports_op_with_copies(i, node),
             "backend {} does not support op {} of tensor '{}'",
             crate::abi::vtable::cstr(be.name()?),
             crate::host::op_name::<R>(node.op),

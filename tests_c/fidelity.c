@@ -1,0 +1,350 @@
+/*
+ * Behaviours that must be stock's, for both prefixes (compiled with -DTEST_PREFIX_LM or
+ * -DTEST_PREFIX_WSP). The suite is also built against the unmodified host, its own
+ * ggml-backend.cpp included (fidelity_<p>_stock), and passes there unchanged: the expectations
+ * below are stock's, not ours. Checks that only this library can pass (a 5-argument call of wsp's
+ * 6-parameter compare_graph_backend, which stock reads garbage from) are compiled out of stock.
+ *
+ *   1. sched_set_tensor_backend of a node whose weight lives in another backend's buffer (FAKE's,
+ *      the node forced to the CPU): honoured, the weight is copied, the result exact.
+ *   2. multi_buffer_set_usage sets the parts only; buffer_set_usage on a multi-buffer sets both.
+ *   3. compare_graph_backend: node by node (views skipped, false stops); wsp with 0.4.3's sixth
+ *      argument test_node: the whole graph, that node only (fidelity_wsp6.c is such a caller).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml.h"
+#include "ggml-alloc.h"
+#include "ggml-backend.h"
+#include "ggml-backend-impl.h"
+#include "ggml-cpu.h"
+
+#if defined(TEST_PREFIX_LM)
+#    define G(x) lm_ggml_##x
+#    define C(x) LM_GGML_##x
+#    define PREFIX "lm"
+#elif defined(TEST_PREFIX_WSP)
+#    define G(x) wsp_ggml_##x
+#    define C(x) WSP_GGML_##x
+#    define PREFIX "wsp"
+#else
+#    error "define TEST_PREFIX_LM or TEST_PREFIX_WSP"
+#endif
+#define GB(x) G(backend_##x)
+
+typedef struct G(tensor) tensor_t;
+
+static int n_checks, n_failed;
+#define CHECK(cond) do { n_checks++; if (!(cond)) { n_failed++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+static int n_errors;
+static void on_log(enum G(log_level) level, const char * text, void * ud) {
+    (void) ud;
+    if (level == C(LOG_LEVEL_ERROR)) {
+        n_errors++;
+        fprintf(stderr, "error logged: %s", text);
+    }
+}
+
+#include "fake_accel.h"
+
+#if defined(TEST_PREFIX_WSP)
+/* fidelity_wsp6.c: a caller compiled against whisper.rn 0.4.3's prototype (six parameters) */
+bool compare_with_test_node(GB(t) b1, GB(t) b2, struct G(cgraph) * g, GB(eval_callback) cb, void * ud, tensor_t * test_node);
+#endif
+
+static void set_f32(tensor_t * t, const float * v) { GB(tensor_set)(t, v, 0, G(nbytes)(t)); }
+static void get_f32(const tensor_t * t, float * v) { GB(tensor_get)(t, v, 0, G(nbytes)(t)); }
+
+static struct G(context) * new_ctx(size_t n_tensors) {
+    struct G(init_params) p = { G(tensor_overhead)() * n_tensors + G(graph_overhead)(), NULL, true };
+    return G(init)(p);
+}
+
+static GB(sched_t) new_sched(GB(t) * backends, int n) {
+#if defined(TEST_PREFIX_WSP)
+    return GB(sched_new)(backends, NULL, n, 64, false, true);
+#else
+    return GB(sched_new)(backends, NULL, n, 64, false);
+#endif
+}
+
+#define N 29
+
+/* ------------------------------------------------------------------ 1. user assignments */
+
+/* w1, w2 in a FAKE weights buffer, x a graph input. a = x*w1 forced to the CPU (stock keeps it
+   there and copies w1 in; wsp's CPU device refuses MUL while w1 is still in the non-host buffer);
+   b = a+x follows a onto the CPU, or FAKE's d = b*w2 (there by its weight) when d is built. */
+static void test_user_assignment(GB(t) fake, GB(t) cpu) {
+    struct G(context) * wctx = new_ctx(4);
+    tensor_t * w1 = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    tensor_t * w2 = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    GB(buffer_t) wbuf = G(backend_alloc_ctx_tensors_from_buft)(wctx, &fake_buft);
+    CHECK(wbuf != NULL);
+    GB(buffer_set_usage)(wbuf, C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    float w1v[N], w2v[N], xv[N], want_b[N], want_d[N], got[N];
+    for (int i = 0; i < N; i++) {
+        w1v[i] = 0.5f + i;
+        w2v[i] = 1.5f - 0.125f * i;
+        xv[i] = 2.0f + 0.25f * i;
+        want_b[i] = xv[i] * w1v[i] + xv[i];
+        want_d[i] = want_b[i] * w2v[i];
+    }
+    set_f32(w1, w1v);
+    set_f32(w2, w2v);
+
+    GB(t) backends[2] = { fake, cpu };
+    GB(sched_t) s = new_sched(backends, 2);
+    CHECK(s != NULL);
+    for (int with_d = 0; with_d <= 1; with_d++) {
+        struct G(context) * ctx = new_ctx(16);
+        tensor_t * x = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+        G(set_input)(x);
+        tensor_t * a = G(mul)(ctx, x, w1);
+        tensor_t * b = G(add)(ctx, a, x);
+        tensor_t * out = with_d ? G(mul)(ctx, b, w2) : b;
+        G(set_output)(out);
+        struct G(cgraph) * g = G(new_graph)(ctx);
+        G(build_forward_expand)(g, out);
+
+        GB(sched_reset)(s);
+        n_errors = 0;
+        GB(sched_set_tensor_backend)(s, a, cpu);
+        CHECK(n_errors == 0);
+        CHECK(GB(sched_get_tensor_backend)(s, a) == cpu);
+        CHECK(GB(sched_alloc_graph)(s, g));
+        CHECK(GB(sched_get_tensor_backend)(s, a) == cpu);
+        /* with d on FAKE, FAKE's assignment spreads up to b (stock's "expand gpu up" pass) */
+        CHECK(GB(sched_get_tensor_backend)(s, b) == (with_d ? fake : cpu));
+        if (with_d) {
+            CHECK(GB(sched_get_tensor_backend)(s, out) == fake);
+        }
+        CHECK(GB(sched_get_n_splits)(s) == 1 + with_d);
+        set_f32(x, xv);
+        fake_computed_nodes = 0;
+        CHECK(GB(sched_graph_compute)(s, g) == C(STATUS_SUCCESS));
+        CHECK(fake_computed_nodes == 2 * with_d);
+        get_f32(out, got);
+        CHECK(memcmp(got, with_d ? want_d : want_b, sizeof(got)) == 0);
+        G(free)(ctx);
+    }
+
+    /* the other way round: a node with an input in a CPU buffer forced to FAKE */
+    {
+        struct G(context) * ctx = new_ctx(16);
+        tensor_t * x = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+        tensor_t * y = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+        GB(buffer_t) xbuf = G(backend_alloc_ctx_tensors)(ctx, cpu);
+        CHECK(xbuf != NULL);
+        set_f32(x, xv);
+        set_f32(y, w2v);
+        tensor_t * e = G(add)(ctx, x, y);
+        tensor_t * f = G(sqrt)(ctx, e);
+        struct G(cgraph) * g = G(new_graph)(ctx);
+        G(build_forward_expand)(g, f);
+        GB(sched_reset)(s);
+        n_errors = 0;
+        GB(sched_set_tensor_backend)(s, e, fake);
+        CHECK(n_errors == 0);
+        CHECK(GB(sched_alloc_graph)(s, g));
+        CHECK(GB(sched_get_tensor_backend)(s, e) == fake);
+        CHECK(GB(sched_get_tensor_backend)(s, f) == cpu);
+        CHECK(GB(sched_get_n_splits)(s) == 2);
+        fake_computed_nodes = 0;
+        CHECK(GB(sched_graph_compute)(s, g) == C(STATUS_SUCCESS));
+        CHECK(fake_computed_nodes == 1);
+        get_f32(f, got);
+        for (int i = 0; i < N; i++) CHECK(got[i] == sqrtf(xv[i] + w2v[i]));
+        GB(buffer_free)(xbuf);
+        G(free)(ctx);
+    }
+    GB(sched_free)(s);
+    GB(buffer_free)(wbuf);
+    G(free)(wctx);
+}
+
+/* ------------------------------------------------------------------ 2. multi-buffer usage */
+
+static void test_multi_buffer_usage(void) {
+    GB(buffer_t) parts[2] = { GB(buft_alloc_buffer)(GB(cpu_buffer_type)(), 64), GB(buft_alloc_buffer)(GB(cpu_buffer_type)(), 96) };
+    GB(buffer_t) mb = GB(multi_buffer_alloc_buffer)(parts, 2);
+    CHECK(mb != NULL);
+    CHECK(GB(buffer_get_usage)(mb) == C(BACKEND_BUFFER_USAGE_ANY));
+
+    GB(multi_buffer_set_usage)(mb, C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    CHECK(GB(buffer_get_usage)(parts[0]) == C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    CHECK(GB(buffer_get_usage)(parts[1]) == C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    CHECK(GB(buffer_get_usage)(mb) == C(BACKEND_BUFFER_USAGE_ANY)); /* the multi-buffer's own: untouched */
+
+    GB(buffer_set_usage)(mb, C(BACKEND_BUFFER_USAGE_COMPUTE));
+    CHECK(GB(buffer_get_usage)(mb) == C(BACKEND_BUFFER_USAGE_COMPUTE));
+    CHECK(GB(buffer_get_usage)(parts[0]) == C(BACKEND_BUFFER_USAGE_COMPUTE));
+    CHECK(GB(buffer_get_usage)(parts[1]) == C(BACKEND_BUFFER_USAGE_COMPUTE));
+
+    GB(multi_buffer_set_usage)(mb, C(BACKEND_BUFFER_USAGE_ANY));
+    CHECK(GB(buffer_get_usage)(parts[0]) == C(BACKEND_BUFFER_USAGE_ANY));
+    CHECK(GB(buffer_get_usage)(mb) == C(BACKEND_BUFFER_USAGE_COMPUTE));
+
+    /* a part set on its own leaves the others and the multi-buffer */
+    GB(buffer_set_usage)(parts[1], C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    CHECK(GB(buffer_get_usage)(parts[0]) == C(BACKEND_BUFFER_USAGE_ANY));
+    CHECK(GB(buffer_get_usage)(mb) == C(BACKEND_BUFFER_USAGE_COMPUTE));
+    GB(buffer_free)(mb); /* frees the parts */
+}
+
+/* ------------------------------------------------------------------ 3. compare_graph_backend */
+
+struct seen {
+    int n, idx[8];
+    tensor_t * t1[8];
+    float v1[8][N], v2[8][N];
+    int stop_after; /* return false after this many calls (0: never) */
+};
+
+static bool compare_cb(int i, tensor_t * t1, tensor_t * t2, void * ud) {
+    struct seen * s = ud;
+    if (s->n < 8) {
+        s->idx[s->n] = i;
+        s->t1[s->n] = t1;
+        get_f32(t1, s->v1[s->n]);
+        get_f32(t2, s->v2[s->n]);
+    }
+    s->n++;
+    return s->stop_after == 0 || s->n < s->stop_after;
+}
+
+/* x (allocated); b = sqr(x); c = b + x; r = reshape(c) (a view, skipped); e = r*r */
+struct cgraph4 {
+    struct G(context) * ctx;
+    GB(buffer_t) buf;
+    struct G(cgraph) * g;
+    tensor_t * x, * e;
+    float want[4][N]; /* per node index; [2] is the view */
+};
+
+static struct cgraph4 build4(GB(t) cpu) {
+    struct cgraph4 r;
+    r.ctx = new_ctx(16);
+    r.x = G(new_tensor_1d)(r.ctx, C(TYPE_F32), N);
+    tensor_t * b = G(sqr)(r.ctx, r.x);
+    tensor_t * c = G(add)(r.ctx, b, r.x);
+    tensor_t * rs = G(reshape_2d)(r.ctx, c, N, 1);
+    r.e = G(mul)(r.ctx, rs, rs);
+    r.g = G(new_graph)(r.ctx);
+    G(build_forward_expand)(r.g, r.e);
+    r.buf = G(backend_alloc_ctx_tensors)(r.ctx, cpu);
+    float xv[N];
+    for (int i = 0; i < N; i++) {
+        xv[i] = 0.75f + 0.5f * i;
+        r.want[0][i] = xv[i] * xv[i];
+        r.want[1][i] = r.want[0][i] + xv[i];
+        r.want[2][i] = r.want[1][i];
+        r.want[3][i] = r.want[1][i] * r.want[1][i];
+    }
+    set_f32(r.x, xv);
+    return r;
+}
+
+static void free4(struct cgraph4 * r) {
+    GB(buffer_free)(r->buf);
+    G(free)(r->ctx);
+}
+
+/* node by node: every non-view node, in order, both sides equal and right; false stops */
+static void check_node_by_node(const struct seen * s, const struct cgraph4 * r, int expect_n) {
+    static const int order[3] = { 0, 1, 3 };
+    CHECK(s->n == expect_n);
+    for (int k = 0; k < s->n && k < 3; k++) {
+        CHECK(s->idx[k] == order[k]);
+        CHECK(s->t1[k] == G(graph_node)(r->g, order[k]));
+        CHECK(memcmp(s->v1[k], r->want[order[k]], sizeof(s->v1[k])) == 0);
+        CHECK(memcmp(s->v2[k], r->want[order[k]], sizeof(s->v2[k])) == 0);
+    }
+}
+
+static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
+    struct seen s;
+    struct cgraph4 r = build4(cpu);
+    CHECK(G(graph_n_nodes)(r.g) == 4);
+    CHECK(G(graph_node)(r.g, 3) == r.e);
+
+#if defined(TEST_PREFIX_LM) || !defined(GGML_RS_TEST_MODE_stock)
+    /* the spec's five parameters (lm's only form; wsp's spec header) */
+    memset(&s, 0, sizeof(s));
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s));
+    check_node_by_node(&s, &r, 3);
+    memset(&s, 0, sizeof(s));
+    s.stop_after = 2;
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s));
+    check_node_by_node(&s, &r, 2);
+#endif
+
+#if defined(TEST_PREFIX_WSP)
+    /* 0.4.3's callers: test_node NULL is the node-by-node walk */
+    memset(&s, 0, sizeof(s));
+    CHECK(compare_with_test_node(cpu, cpu2, r.g, compare_cb, &s, NULL));
+    check_node_by_node(&s, &r, 3);
+
+    /* test_node: the whole graph on both, then that node only, whatever the callback returns */
+    for (int k = 0; k < 4; k++) {
+        struct cgraph4 fresh = build4(cpu);
+        memset(&s, 0, sizeof(s));
+        s.stop_after = 1;
+        tensor_t * tn = G(graph_node)(fresh.g, k);
+        CHECK(compare_with_test_node(cpu, cpu2, fresh.g, compare_cb, &s, tn));
+        CHECK(s.n == 1);
+        CHECK(s.idx[0] == k);
+        CHECK(s.t1[0] == tn);
+        CHECK(memcmp(s.v1[0], fresh.want[k], sizeof(s.v1[0])) == 0);
+        CHECK(memcmp(s.v2[0], fresh.want[k], sizeof(s.v2[0])) == 0);
+        /* the whole graph ran on backend1: the last node too */
+        float got[N];
+        get_f32(fresh.e, got);
+        CHECK(memcmp(got, fresh.want[3], sizeof(got)) == 0);
+        free4(&fresh);
+    }
+
+#    if !defined(GGML_RS_TEST_MODE_stock)
+    /* what a 5-argument caller may leave in the sixth argument's register: anything that is not
+       one of the graph's nodes is ignored (compared, never dereferenced); stock would use it */
+    {
+        struct G(context) * other = new_ctx(2);
+        tensor_t * not_in_graph = G(new_tensor_1d)(other, C(TYPE_F32), N);
+        tensor_t * junk[4] = { r.x /* a leaf */, not_in_graph, (tensor_t *) (uintptr_t) 0x10, (tensor_t *) (uintptr_t) 0xdeadbeef0ULL };
+        for (int k = 0; k < 4; k++) {
+            memset(&s, 0, sizeof(s));
+            CHECK(compare_with_test_node(cpu, cpu2, r.g, compare_cb, &s, junk[k]));
+            check_node_by_node(&s, &r, 3);
+        }
+        G(free)(other);
+    }
+#    endif
+#endif
+    free4(&r);
+}
+
+int main(void) {
+    G(log_set)(on_log, NULL);
+    fake_setup();
+    cpu_worker = GB(cpu_init)();
+    GB(t) cpu = GB(cpu_init)();
+    GB(t) cpu2 = GB(cpu_init)();
+    GB(t) fake = fake_init();
+
+    test_user_assignment(fake, cpu);
+    test_multi_buffer_usage();
+    test_compare_graph_backend(cpu, cpu2);
+    CHECK(n_errors == 0);
+
+    GB(free)(fake);
+    GB(free)(cpu2);
+    GB(free)(cpu);
+    GB(free)(cpu_worker);
+    printf("fidelity %s (%s): %d checks, %d failed\n", PREFIX, GGML_RS_TEST_MODE, n_checks, n_failed);
+    return n_failed ? 1 : 0;
+}
