@@ -48,6 +48,8 @@ static bool fake_supports_op(GB(dev_t) d, const tensor_t * op) {
     return op->op == C(OP_MUL) || op->op == C(OP_ADD) || op->op == C(OP_NONE) || op->op == C(OP_VIEW);
 }
 static bool fake_supports_buft(GB(dev_t) d, GB(buffer_type_t) b) { (void) d; return b == &fake_buft; }
+static bool fake_offload; /* does FAKE ask for the ops whose weights are in host memory? */
+static bool fake_offload_op(GB(dev_t) d, const tensor_t * op) { (void) d; (void) op; return fake_offload; }
 
 static struct G(backend_device) fake_dev;
 static GB(t) fake_init(void) {
@@ -70,6 +72,7 @@ static void fake_setup(void) {
     fake_dev.iface.get_buffer_type = fake_dev_buft;
     fake_dev.iface.supports_op = fake_supports_op;
     fake_dev.iface.supports_buft = fake_supports_buft;
+    fake_dev.iface.offload_op = fake_offload_op;
     fake_buft.device = &fake_dev;
 }
 

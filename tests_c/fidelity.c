@@ -6,7 +6,9 @@
  * 6-parameter compare_graph_backend, which stock reads garbage from) are compiled out of stock.
  *
  *   1. sched_set_tensor_backend of a node whose weight lives in another backend's buffer (FAKE's,
- *      the node forced to the CPU): honoured, the weight is copied, the result exact.
+ *      the node forced to the CPU): honoured, the weight is copied, the result exact. Then the
+ *      passes' own choices (weights, expansion, fallback, pipeline copies, eval callback) and
+ *      offload_op (lm always, wsp with sched_new's op_offload).
  *   2. multi_buffer_set_usage sets the parts only; buffer_set_usage on a multi-buffer sets both.
  *   3. compare_graph_backend: node by node (views skipped, false stops); wsp with 0.4.3's sixth
  *      argument test_node: the whole graph, that node only (fidelity_wsp6.c is such a caller).
@@ -65,13 +67,16 @@ static struct G(context) * new_ctx(size_t n_tensors) {
     return G(init)(p);
 }
 
-static GB(sched_t) new_sched(GB(t) * backends, int n) {
+/* op_offload: wsp's sched_new flag (lm always lets a higher-priority backend offload) */
+static GB(sched_t) new_sched_ex(GB(t) * backends, int n, bool parallel, bool op_offload) {
 #if defined(TEST_PREFIX_WSP)
-    return GB(sched_new)(backends, NULL, n, 64, false, true);
+    return GB(sched_new)(backends, NULL, n, 64, parallel, op_offload);
 #else
-    return GB(sched_new)(backends, NULL, n, 64, false);
+    (void) op_offload;
+    return GB(sched_new)(backends, NULL, n, 64, parallel);
 #endif
 }
+static GB(sched_t) new_sched(GB(t) * backends, int n) { return new_sched_ex(backends, n, false, true); }
 
 #define N 29
 
@@ -164,6 +169,117 @@ static void test_user_assignment(GB(t) fake, GB(t) cpu) {
         G(free)(ctx);
     }
     GB(sched_free)(s);
+    GB(buffer_free)(wbuf);
+    G(free)(wctx);
+}
+
+/* sched.c's graph: a = x*w1 (FAKE, by its weight); b = a+x (FAKE, expanded); c = sqrt(b) (CPU:
+   FAKE lacks SQRT); d = c*w2 (FAKE). Every node's backend, the splits and the eval callback's
+   observations as stock, with and without pipeline copies. */
+static int n_observed;
+static bool observe_all(tensor_t * t, bool ask, void * ud) {
+    (void) t; (void) ud;
+    if (!ask) n_observed++;
+    return true;
+}
+
+static void test_assignments(GB(t) fake, GB(t) cpu) {
+    struct G(context) * wctx = new_ctx(4);
+    tensor_t * w1 = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    tensor_t * w2 = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    GB(buffer_t) wbuf = G(backend_alloc_ctx_tensors_from_buft)(wctx, &fake_buft);
+    GB(buffer_set_usage)(wbuf, C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    float w1v[N], w2v[N], xv[N], want[N], got[N];
+    for (int i = 0; i < N; i++) {
+        w1v[i] = 0.5f + i;
+        w2v[i] = 2.0f - 0.25f * i;
+        xv[i] = 1.0f + 0.125f * i;
+        want[i] = sqrtf(xv[i] * w1v[i] + xv[i]) * w2v[i];
+    }
+    set_f32(w1, w1v);
+    set_f32(w2, w2v);
+    GB(t) backends[2] = { fake, cpu };
+    for (int parallel = 0; parallel <= 1; parallel++) {
+        GB(sched_t) s = new_sched_ex(backends, 2, parallel, true);
+        CHECK(GB(sched_get_n_copies)(s) == (parallel ? 4 : 1));
+        for (int with_cb = 0; with_cb <= 1; with_cb++) {
+            struct G(context) * ctx = new_ctx(16);
+            tensor_t * x = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+            G(set_input)(x);
+            tensor_t * a = G(mul)(ctx, x, w1);
+            tensor_t * b = G(add)(ctx, a, x);
+            tensor_t * c = G(sqrt)(ctx, b);
+            tensor_t * d = G(mul)(ctx, c, w2);
+            G(set_output)(d);
+            struct G(cgraph) * g = G(new_graph)(ctx);
+            G(build_forward_expand)(g, d);
+            GB(sched_set_eval_callback)(s, with_cb ? observe_all : NULL, NULL);
+            GB(sched_reset)(s);
+            CHECK(GB(sched_alloc_graph)(s, g));
+            CHECK(GB(sched_get_tensor_backend)(s, a) == fake);
+            CHECK(GB(sched_get_tensor_backend)(s, b) == fake);
+            CHECK(GB(sched_get_tensor_backend)(s, c) == cpu);
+            CHECK(GB(sched_get_tensor_backend)(s, d) == fake);
+            CHECK(GB(sched_get_tensor_backend)(s, w1) == fake);
+            CHECK(GB(sched_get_tensor_backend)(s, x) == cpu);
+            CHECK(GB(sched_get_n_splits)(s) == 3);
+            set_f32(x, xv);
+            fake_computed_nodes = 0;
+            n_observed = 0;
+            CHECK(GB(sched_graph_compute)(s, g) == C(STATUS_SUCCESS));
+            CHECK(fake_computed_nodes == 3);
+            CHECK(n_observed == (with_cb ? 4 : 0));
+            get_f32(d, got);
+            CHECK(memcmp(got, want, sizeof(got)) == 0);
+            G(free)(ctx);
+        }
+        GB(sched_free)(s);
+    }
+    GB(buffer_free)(wbuf);
+    G(free)(wctx);
+}
+
+/* A weight in host memory and a higher-priority backend that asks for the op (offload_op): lm
+   always hands it over; wsp only when sched_new's op_offload is set. */
+static void test_op_offload(GB(t) fake, GB(t) cpu) {
+    struct G(context) * wctx = new_ctx(2);
+    tensor_t * w = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    GB(buffer_t) wbuf = G(backend_alloc_ctx_tensors)(wctx, cpu);
+    GB(buffer_set_usage)(wbuf, C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    float wv[N], xv[N], got[N];
+    for (int i = 0; i < N; i++) { wv[i] = 1.0f + 0.5f * i; xv[i] = 3.0f - 0.25f * i; }
+    set_f32(w, wv);
+    GB(t) backends[2] = { fake, cpu };
+    for (int offload = 0; offload <= 1; offload++) {
+        for (int op_offload = 0; op_offload <= 1; op_offload++) {
+            fake_offload = offload;
+            GB(sched_t) s = new_sched_ex(backends, 2, false, op_offload);
+            struct G(context) * ctx = new_ctx(8);
+            tensor_t * x = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+            G(set_input)(x);
+            tensor_t * y = G(mul)(ctx, x, w);
+            G(set_output)(y);
+            struct G(cgraph) * g = G(new_graph)(ctx);
+            G(build_forward_expand)(g, y);
+            CHECK(GB(sched_alloc_graph)(s, g));
+#if defined(TEST_PREFIX_WSP)
+            bool on_fake = offload && op_offload;
+#else
+            bool on_fake = offload;
+#endif
+            CHECK(GB(sched_get_tensor_backend)(s, y) == (on_fake ? fake : cpu));
+            CHECK(GB(sched_get_n_splits)(s) == 1);
+            set_f32(x, xv);
+            fake_computed_nodes = 0;
+            CHECK(GB(sched_graph_compute)(s, g) == C(STATUS_SUCCESS));
+            CHECK(fake_computed_nodes == (on_fake ? 1 : 0));
+            get_f32(y, got);
+            for (int i = 0; i < N; i++) CHECK(got[i] == xv[i] * wv[i]);
+            G(free)(ctx);
+            GB(sched_free)(s);
+        }
+    }
+    fake_offload = false;
     GB(buffer_free)(wbuf);
     G(free)(wctx);
 }
@@ -337,6 +453,8 @@ int main(void) {
     GB(t) fake = fake_init();
 
     test_user_assignment(fake, cpu);
+    test_assignments(fake, cpu);
+    test_op_offload(fake, cpu);
     test_multi_buffer_usage();
     test_compare_graph_backend(cpu, cpu2);
     CHECK(n_errors == 0);
