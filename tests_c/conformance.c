@@ -926,6 +926,9 @@ static void test_multi_buffer(void) {
     GB(multi_buffer_set_usage)(parts[0], USAGE_WEIGHTS);
     EXPECT_LOG("multi_buffer_set_usage", "multi");
     CHECK(GB(buffer_get_usage)(parts[0]) == USAGE_COMPUTE);
+    GB(multi_buffer_set_usage)(mb, (enum GB(buffer_usage)) 7);
+    EXPECT_LOG("multi_buffer_set_usage", "unknown buffer usage 7");
+    CHECK(GB(buffer_get_usage)(parts[0]) == USAGE_COMPUTE);
 
     memset(p0, 0, 256);
     memset(p1, 0, 512);
