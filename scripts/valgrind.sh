@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Valgrind over the C tests (static link mode, both prefixes):
-#   memcheck (--leak-check=full, --error-exitcode=1) over conformance, sched, bad_input and the fuzz
+#   memcheck (--leak-check=full, --error-exitcode=1) over conformance, sched, fidelity, bad_input and the fuzz
 #            corpus replay (fuzz_replay_<p>); conformance forks one child per section and valgrind
 #            checks every child too (each prints its own ERROR SUMMARY);
 #   helgrind over threads (parts B and C: 4 schedulers on 4 threads with shared weights, events
@@ -45,7 +45,7 @@ if [[ ! -f "$BUILD/CMakeCache.txt" ]]; then
 fi
 targets=()
 for p in $PREFIXES; do
-  targets+=("conformance_${p}_static" "sched_${p}_static" "bad_input_${p}_static" "threads_${p}_static" "fuzz_replay_${p}")
+  targets+=("conformance_${p}_static" "sched_${p}_static" "fidelity_${p}_static" "bad_input_${p}_static" "threads_${p}_static" "fuzz_replay_${p}")
 done
 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" >/dev/null
 
@@ -88,6 +88,7 @@ MEMCHECK=(--tool=memcheck --leak-check=full --show-leak-kinds=definite,possible 
 for p in $PREFIXES; do
   run "conformance_$p" "${MEMCHECK[@]}" -- "$T/conformance_${p}_static"
   run "sched_$p"       "${MEMCHECK[@]}" -- "$T/sched_${p}_static"
+  run "fidelity_$p"    "${MEMCHECK[@]}" -- "$T/fidelity_${p}_static"
   BAD_INPUT_SKIP_ABORTING=1 run "bad_input_$p" "${MEMCHECK[@]}" -- "$T/bad_input_${p}_static"
   run "fuzz_replay_$p" "${MEMCHECK[@]}" -- "$T/fuzz_replay_${p}" "$ROOT/tests_c/fuzz/corpus"
   # part A (first use from 8 threads), memory errors only
