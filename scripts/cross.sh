@@ -42,7 +42,8 @@ command -v clang >/dev/null || need+=(clang)
 command -v file >/dev/null || need+=(file)
 # C++ headers for compiling the stock files (size comparison): libc++ (the phones' C++ library)
 # over glibc's C headers of the same CPU, standing in for bionic's
-[ -f /usr/lib/llvm-14/include/c++/v1/vector ] || need+=(libc++-14-dev)
+libcxx() { ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | sort -V | tail -n1; }
+[ -n "$(libcxx)" ] || need+=(libc++-dev)
 [ -d /usr/aarch64-linux-gnu/include ] || need+=(libc6-dev-arm64-cross)
 if ((${#need[@]})); then echo "cross.sh: apt-get install ${need[*]}"; apt_install "${need[@]}"; fi
 # Rust's objects carry LLVM bitcode newer than Debian's LLVM tools read: use rustc's own
@@ -123,7 +124,7 @@ fi
 # bionic-only names Rust's std and libc crate use; the unwinder is the NDK's libunwind.a
 ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__android_log_.*|_Unwind_.*)$'
 # libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
-APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
+APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
 
 FAIL=0
 declare -A ROW
@@ -154,7 +155,7 @@ check() {
             local p
             p=$("$OBJDUMP" --macho --private-headers "$a" 2>/dev/null | awk '
                 /cmd LC_VERSION_MIN_IPHONEOS/ {print "IOS"} /cmd LC_VERSION_MIN_/ && !/IPHONEOS/ {print "OTHER"}
-                /cmd LC_BUILD_VERSION/ {b = 1} b && $1 == "platform" {print $2; b = 0}' | sort | uniq -c | awk '{$1=$1; print}')
+                /cmd LC_BUILD_VERSION/ {b = 1} b && $1 == "platform" {print toupper($2); b = 0}' | sort | uniq -c | awk '{$1=$1; print}')
             local want=IOS; [ "${t##*-}" = sim ] && want=IOSSIMULATOR
             [ "$(echo "$p" | wc -l)" = 1 ] && [[ "$p" == *" $want" ]] || bad=1
             plat="$(echo "$p" | tr '\n' ' ')"
@@ -238,7 +239,7 @@ stock_objs() { # compile the stock two files of package $2 for target $1 with th
         [ -f "$dir/$f.o" ] && [ "$dir/$f.o" -nt "$PKG/$pkg/package/cpp/$f.cpp" ] && continue
         # android/src/main/CMakeLists.txt's flags; C++ headers: libc++ over glibc's C headers
         clang++ --target="$(clang_triple "$t")" -std=$std -O3 -DNDEBUG -fvisibility=hidden -fvisibility-inlines-hidden \
-            -ffunction-sections -fdata-sections -pthread -nostdinc -nostdinc++ -isystem /usr/lib/llvm-14/include/c++/v1 \
+            -ffunction-sections -fdata-sections -pthread -nostdinc -nostdinc++ -isystem "$(libcxx)" \
             -isystem "$(clang -print-resource-dir)/include" "${inc[@]}" -I "$PKG/$pkg/package/cpp" -I "$PKG/$pkg/package/cpp/ggml-cpu" \
             -c "$PKG/$pkg/package/cpp/$f.cpp" -o "$dir/$f.o"
     done
@@ -248,13 +249,17 @@ if [ "${CROSS_SIZES:-1}" = 1 ]; then
     have_stock=0
     [ -f "$PKG/lm/package/cpp/ggml-backend.cpp" ] && [ -f "$PKG/wsp/package/cpp/ggml-backend.cpp" ] && have_stock=1
     echo
-    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and with debug info stripped)"
+    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode)"
     printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' target ".a" "stripped" "ours kept: lm / wsp / both" \
         "stock kept: lm / wsp / both" "ours kept, 1 call"
     for t in "${TARGETS[@]}"; do
         a="dist/$t/libggml_backend_rs.a" u=""
         case "$t" in *-apple-*) u=_ ;; esac
-        "$STRIP" --strip-debug "$a" -o "$WORK/$t.stripped.a"
+        # debug info and the LLVM bitcode rustup's std objects embed (linkers ignore both)
+        case "$t" in
+            *-apple-*) "$STRIP" --strip-debug --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$a" -o "$WORK/$t.stripped.a" ;;
+            *) "$STRIP" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$a" -o "$WORK/$t.stripped.a" ;;
+        esac
         o="$WORK/link-$t"
         lm=$(link_kept "$t" "$o-lm" "$a" -- $(roots "$u" '^lm_' "$WORK/expected.txt"))
         wsp=$(link_kept "$t" "$o-wsp" "$a" -- $(roots "$u" '^wsp_' "$WORK/expected.txt"))
