@@ -126,6 +126,7 @@ ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__andro
 # libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
 APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
 
+tbd_target() { [ "${1##*-}" = sim ] && echo arm64-ios-simulator || echo arm64-ios; }
 FAIL=0
 declare -A ROW
 check() {
@@ -189,6 +190,12 @@ check() {
     # for the host symbols it does not link (ld64's -U)
     if [ -n "$u" ]; then
         grep -E "^_(lm|wsp)_ggml_" "$WORK/$t.undef" | sed 's/^/-Wl,-U,/' >"dist/$t/host-weak.ldflags"
+        # a libSystem stub with the platform names above, for the test links of step 4 (it proves
+        # the archive links as Mach-O with those flags, not what the real libSystem exports)
+        { printf -- "--- !tapi-tbd\ntbd-version: 4\ntargets: [ %s ]\ninstall-name: '/usr/lib/libSystem.B.dylib'\nexports:\n  - targets: [ %s ]\n    symbols: [ " \
+              "$(tbd_target "$t")" "$(tbd_target "$t")"
+          { echo dyld_stub_binder; grep -vE "^_(lm|wsp)_ggml_" "$WORK/$t.undef"; } | paste -sd, - | sed 's/,/, /g'
+          printf " ]\n...\n"; } >"$WORK/$t.libSystem.tbd"
     fi
     ((bad)) && FAIL=1
     ROW[$t]="$( ((bad)) && echo FAIL || echo ok )|$fmt|$plat|$exp|$und|${SO_STATE[$t]:-n/a (static only on iOS)}"
@@ -217,13 +224,16 @@ link_kept() { # target, output, archive/objects..., then "--" and -u roots: text
     local inputs=() r
     while [ "$1" != -- ]; do inputs+=("$1"); shift; done
     shift
+    local min="$IOS_MIN"
+    [ "${t##*-}" = sim ] && min="$IOS_SIM_MIN"
     case "$t" in
         *-android) "$LLD" -flavor gnu -shared --gc-sections --exclude-libs=ALL -z undefs -m "$([ "${t%%-*}" = x86_64 ] && echo elf_x86_64 || echo aarch64linux)" \
-                       "$@" "${inputs[@]}" -o "$out" ;;
+                       "$@" "${inputs[@]}" -o "$out" 2>"$out.log" ;;
         *) r="$out.exports"; printf '%s\n' "$@" | awk '$1 != "-u"' >"$r"
-           "$LLD" -flavor darwin -arch arm64 -platform_version "$([ "${t##*-}" = sim ] && echo ios-simulator || echo ios)" "$IOS_MIN" "$IOS_MIN" \
-               -dylib -dead_strip -undefined dynamic_lookup -exported_symbols_list "$r" "$@" "${inputs[@]}" -o "$out" 2>/dev/null ;;
-    esac
+           "$LLD" -flavor darwin -arch arm64 -platform_version "$([ "${t##*-}" = sim ] && echo ios-simulator || echo ios)" "$min" "$min" \
+               -dylib -dead_strip -exported_symbols_list "$r" "$@" "${inputs[@]}" "$WORK/$t.libSystem.tbd" \
+               $(sed 's/^-Wl,//; s/,/ /g' "dist/$t/host-weak.ldflags") -o "$out" 2>"$out.log" ;;
+    esac || { echo "cross.sh: $t: test link failed: $out.log" >&2; grep -m5 error "$out.log" >&2; echo LINK-FAILED; return 0; }
     text_data "$out"
 }
 PKG="$ROOT/.cache/hosts"
@@ -275,6 +285,7 @@ if [ "${CROSS_SIZES:-1}" = 1 ]; then
         elif [[ "$t" == *-apple-* ]]; then
             stock="n/a (no SDK headers)"
         fi
+        [[ "$lm $wsp $both $one" != *LINK-FAILED* ]] || { FAIL=1; lm=0 wsp=0 both=0 one=0; }
         printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' "$t" "$(kib "$(stat -c %s "$a")")" \
             "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$stock" "$(kib "$one")"
     done
