@@ -199,6 +199,17 @@ check() {
           { echo dyld_stub_binder; grep -vE "^_(lm|wsp)_ggml_" "$WORK/$t.undef"; } | paste -sd, - | sed 's/,/, /g'
           printf " ]\n...\n"; } >"$WORK/$t.libSystem.tbd"
     fi
+    local so="dist/$t/libggml_backend_rs.so"
+    if [ -f "$so" ] && [ -z "${2:-}" ]; then # (NDK builds only: not exercised on this project's CI)
+        local needed so_bad=0
+        needed=$("$READELF" -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+        for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || so_bad=1; done
+        "$NM" -D --defined-only "$so" | awk '$3 ~ /^(lm|wsp)_/ {print $3}' | sort -u | cmp -s - "$WORK/expected.txt" || so_bad=1
+        "$NM" -D --undefined-only "$so" | awk '$1 == "U" {print $2}' | sed 's/@.*//' | sort -u | comm -23 - "$WORK/glibc.txt" \
+            | grep -vE "$ANDROID_EXTRA" | grep . >&2 && so_bad=1
+        SO_STATE[$t]="built with the NDK, NEEDED: $needed$( ((so_bad)) && echo '(FAIL: NEEDED, exports or undefined)')"
+        ((so_bad)) && bad=1
+    fi
     ((bad)) && FAIL=1
     ROW[$t]="$( ((bad)) && echo FAIL || echo ok )|$fmt|$plat|$exp|$und|${SO_STATE[$t]:-n/a (static only on iOS)}"
 }
