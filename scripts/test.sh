@@ -31,3 +31,8 @@ if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
   bash scripts/test-aarch64.sh
   BUILD_DIR="$BUILD_DIR-aarch64" bash scripts/test-aarch64-c.sh
 fi
+
+# The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
+# and checked: object format, platform, every export, undefined symbols (scripts/cross.sh).
+# GGML_RS_SKIP_CROSS=1 skips it.
+[ "${GGML_RS_SKIP_CROSS:-0}" = 1 ] || bash scripts/cross.sh

@@ -7,10 +7,17 @@
  * ggml_rs_host_sym_<p>() and never calls a host symbol it has not checked.
  *
  * The log call lives here because ggml's logger is variadic.
+ *
+ * Only compiler-provided headers are included and the three libc functions used are declared here,
+ * so the file compiles with a bare `clang --target=<phone triple>`, without an NDK or Apple SDK
+ * sysroot (scripts/cross.sh); the final app link resolves them against the platform's libc.
  */
 #include <stddef.h>
-#include <stdio.h>
-#include <string.h>
+
+extern int strcmp(const char * a, const char * b);
+extern size_t strlen(const char * s);
+/* POSIX write(2); ssize_t is long on every LP64 target this library ships for */
+extern long write(int fd, const void * buf, size_t n);
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -67,8 +74,16 @@ static void log_stderr(int level, const char * msg) {
     if (level == 1) {
         return;
     }
-    fputs(msg, stderr);
-    fflush(stderr);
+    /* unbuffered, like stdio's stderr; a failed write (closed fd 2) drops the rest of the line */
+    size_t left = strlen(msg);
+    while (left > 0) {
+        long n = write(2, msg, left);
+        if (n <= 0) {
+            return;
+        }
+        msg += n;
+        left -= (size_t) n;
+    }
 }
 
 /* Returns 1 when the host's logger took the line, 0 when it went to stderr. */

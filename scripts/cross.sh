@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Cross builds for the phones llama.rn and whisper.rn ship on, and checks of what they produce.
+#   bash scripts/cross.sh [TARGET...]      (default: all four)
+#     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim
+# For each target: the release static library into dist/<target>/libggml_backend_rs.a (and, for
+# Android with an NDK, libggml_backend_rs.so); the headers are the generated include/{lm,wsp}/.
+# Then it checks each archive (object format and CPU, iOS vs simulator platform, every export of
+# both prefixes, no undefined symbol outside the platform libc / unwinder / the host's weak ggml)
+# and prints a table, and prints sizes next to the stock ggml-backend.cpp + ggml-backend-reg.cpp.
+# Exit status 1 when a check fails.
+#
+# No NDK or Apple SDK is needed for the static libraries: src/host.c includes only
+# compiler-provided headers, so a bare `clang --target=...` builds it, and an archive needs no
+# linker. The Android .so needs the NDK (libunwind.a for Rust's panic unwinding, which the panic
+# guard relies on, and the bionic stub libraries): with ANDROID_NDK_HOME set it is linked by the
+# NDK's clang (not tried here: no NDK on this machine), otherwise it is reported BLOCKED.
+#   JOBS         (default: 2)     cargo build jobs
+#   ANDROID_API  (default: 23)    llama.rn's and whisper.rn's minSdkVersion
+#   IOS_MIN      (default: 11.0)  the podspecs' iOS platform (the simulator: 14.0, Rust's minimum)
+#   CROSS_SIZES  (default: 1)     0 skips the size tables
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+ALL=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+TARGETS=("$@")
+((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
+JOBS="${JOBS:-2}"
+ANDROID_API="${ANDROID_API:-23}"
+IOS_MIN="${IOS_MIN:-11.0}"
+IOS_SIM_MIN=14.0
+WORK="$ROOT/target/cross"
+mkdir -p "$WORK/empty-sdk" "$WORK/bin"
+
+# --- 1. tools ---------------------------------------------------------------------------------
+apt_install() {
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+need=()
+command -v clang >/dev/null || need+=(clang)
+command -v file >/dev/null || need+=(file)
+# C++ headers for compiling the stock files (size comparison): libc++ (the phones' C++ library)
+# over glibc's C headers of the same CPU, standing in for bionic's
+libcxx() { ls -d /usr/lib/llvm-*/include/c++/v1 2>/dev/null | sort -V | tail -n1; }
+[ -n "$(libcxx)" ] || need+=(libc++-dev)
+[ -d /usr/aarch64-linux-gnu/include ] || need+=(libc6-dev-arm64-cross)
+if ((${#need[@]})); then echo "cross.sh: apt-get install ${need[*]}"; apt_install "${need[@]}"; fi
+# Rust's objects carry LLVM bitcode newer than Debian's LLVM tools read: use rustc's own
+rustup component list --installed | grep '^llvm-tools' >/dev/null || rustup component add llvm-tools
+LLVM_BIN="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin"
+ln -sf "$LLVM_BIN/llvm-readobj" "$WORK/bin/llvm-readelf"
+NM="$LLVM_BIN/llvm-nm" AR="$LLVM_BIN/llvm-ar" OBJDUMP="$LLVM_BIN/llvm-objdump"
+READELF="$WORK/bin/llvm-readelf" STRIP="$LLVM_BIN/llvm-strip" SIZE="$LLVM_BIN/llvm-size" LLD="$LLVM_BIN/rust-lld"
+
+# std for a target: the rustup component, or, when it cannot be downloaded, built from rust-src
+declare -A STD_FROM
+for t in "${TARGETS[@]}"; do
+    if rustup target list --installed | grep -x "$t" >/dev/null || rustup target add "$t" 2>/dev/null; then
+        STD_FROM[$t]=rustup
+    else
+        echo "cross.sh: rust-std for $t not downloadable; building std from rust-src (-Zbuild-std)"
+        rustup component list --installed | grep '^rust-src' >/dev/null || rustup component add rust-src
+        STD_FROM[$t]=rust-src
+    fi
+done
+
+clang_triple() {
+    case "$1" in
+        *-linux-android) echo "${1%%-*}-linux-android$ANDROID_API" ;;
+        aarch64-apple-ios) echo "arm64-apple-ios$IOS_MIN" ;;
+        aarch64-apple-ios-sim) echo "arm64-apple-ios$IOS_SIM_MIN-simulator" ;;
+    esac
+}
+
+# --- 2. build ---------------------------------------------------------------------------------
+declare -A SO_STATE
+build() {
+    local t="$1" tu="${1//-/_}" env=() std=()
+    env=("CC_$tu=clang" "AR_$tu=$AR")
+    case "$t" in
+        *-android) env+=("CFLAGS_$tu=--target=$(clang_triple "$t")") ;;
+        *-ios-sim) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_SIM_MIN") ;;
+        # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
+        *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
+    esac
+    local out="target"
+    # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
+    [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
+    echo "== cargo: $t (std from ${STD_FROM[$t]})"
+    env "${env[@]}" cargo rustc "${std[@]}" --release --lib --crate-type staticlib --target "$t" -j "$JOBS" --quiet
+    mkdir -p "dist/$t"
+    cp "$out/$t/release/libggml_backend_rs.a" "dist/$t/"
+    rm -f "dist/$t/libggml_backend_rs.so"
+    case "$t" in *-android) ;; *) return 0 ;; esac
+    local ndk="${ANDROID_NDK_HOME:-${ANDROID_NDK_ROOT:-}}"
+    local ndk_clang="$ndk/toolchains/llvm/prebuilt/linux-x86_64/bin/$(clang_triple "$t")-clang"
+    if [ -n "$ndk" ] && [ -x "$ndk_clang" ]; then
+        env "${env[@]}" "CC_$tu=$ndk_clang" "CARGO_TARGET_${tu^^}_LINKER=$ndk_clang" \
+            cargo rustc --release --lib --crate-type cdylib --target "$t" -j "$JOBS" --quiet
+        cp "target/$t/release/libggml_backend_rs.so" "dist/$t/"
+        SO_STATE[$t]=built
+    else
+        # linked by hand against generated bionic stubs, only the unwinder stays unresolved
+        SO_STATE[$t]="BLOCKED on the NDK: libunwind.a (_Unwind_*), the bionic libc/libm/libdl/liblog stubs"
+    fi
+}
+for t in "${TARGETS[@]}"; do build "$t"; done
+
+# --- 3. checks --------------------------------------------------------------------------------
+# The exports every build must carry: both prefixes of src/ffi/exports.list (build.rs generates
+# the export layers from it), cross-checked with the Linux .so when one is built.
+awk '!/^[ \t]*(#|$)/ { s = $0; sub(/^[ \t]*[a-z]+[ \t]+[a-z]+[ \t]+/, "", s); sub(/[ \t]*\(.*/, "", s);
+     if ($1 != "wsp") print "lm_ggml_backend_" s; if ($1 != "lm") print "wsp_ggml_backend_" s }' \
+    src/ffi/exports.list | sort -u >"$WORK/expected.txt"
+if [ -f target/release/libggml_backend_rs.so ]; then
+    "$NM" -D --defined-only target/release/libggml_backend_rs.so | awk '$3 ~ /^(lm|wsp)_/ {print $3}' \
+        | sort -u | diff -q - "$WORK/expected.txt" >/dev/null \
+        || { echo "cross.sh: target/release/libggml_backend_rs.so exports differ from src/ffi/exports.list" >&2; exit 1; }
+fi
+# What the phones' libc, libm, libdl and pthread provide, approximated by the names glibc exports
+# (bionic and libSystem implement the same POSIX/C names), plus each platform's own below.
+"$NM" -D --defined-only "$(gcc -print-file-name=libc.so.6)" "$(gcc -print-file-name=libm.so.6)" 2>/dev/null \
+    | awk 'NF == 3 {sub(/@.*/, "", $3); print $3}' | sort -u >"$WORK/glibc.txt"
+# bionic-only names Rust's std and libc crate use; the unwinder is the NDK's libunwind.a
+ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__android_log_.*|_Unwind_.*)$'
+# libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
+APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
+
+tbd_target() { [ "${1##*-}" = sim ] && echo arm64-ios-simulator || echo arm64-ios; }
+FAIL=0
+declare -A ROW
+check() {
+    local t="$1" a="${2:-dist/$1/libggml_backend_rs.a}" u="" fmt="" plat="" exp="" und="" bad=0 m
+    local nm="$WORK/$t.nm"
+    "$NM" -g "$a" 2>/dev/null >"$nm"
+    case "$t" in *-apple-*) u=_ ;; esac
+    # object format and CPU of every member
+    # host.c's object (cc's libggml_rs_host.a, bundled by rustc as <hash>-host.o)
+    m="$("$AR" t "$a" | awk '/-host\.o$/ && !n++')"
+    "$AR" x --output "$WORK" "$a" "$m"
+    m="$WORK/$m"
+    case "$t" in
+        *-android)
+            local want=AArch64; [ "${t%%-*}" = x86_64 ] && want="Advanced Micro Devices X86-64"
+            fmt=$("$READELF" -h "$a" 2>/dev/null | sed -n 's/^ *Machine: *//p' | sort | uniq -c | awk '{$1=$1; print}')
+            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" $want" ]] || bad=1
+            fmt="ELF64 ${want##* } x$(echo "$fmt" | cut -d' ' -f1)"
+            # bionic's errno is __errno (glibc's: __errno_location)
+            if grep -q ' U __errno$' "$nm" && ! grep -q ' U __errno_location$' "$nm"; then plat="bionic"; else plat="NOT bionic"; bad=1; fi
+            ;;
+        *-apple-*)
+            fmt=$("$OBJDUMP" --macho --private-header "$a" 2>/dev/null | awk '$1 == "MH_MAGIC_64" {print $2, $5}' | sort | uniq -c | awk '{$1=$1; print}')
+            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" ARM64 OBJECT" ]] || bad=1
+            fmt="Mach-O ARM64 x$(echo "$fmt" | cut -d' ' -f1)"
+            # the platform of each object: LC_VERSION_MIN_IPHONEOS or LC_BUILD_VERSION's platform
+            local p
+            p=$("$OBJDUMP" --macho --private-headers "$a" 2>/dev/null | awk '
+                /cmd LC_VERSION_MIN_IPHONEOS/ {print "IOS"} /cmd LC_VERSION_MIN_/ && !/IPHONEOS/ {print "OTHER"}
+                /cmd LC_BUILD_VERSION/ {b = 1} b && $1 == "platform" {print toupper($2); b = 0}' | sort | uniq -c | awk '{$1=$1; print}')
+            local want=IOS; [ "${t##*-}" = sim ] && want=IOSSIMULATOR
+            [ "$(echo "$p" | wc -l)" = 1 ] && [[ "$p" == *" $want" ]] || bad=1
+            plat="$(echo "$p" | tr '\n' ' ')"
+            ;;
+    esac
+    fmt="$fmt; $(file -b "$m" | cut -d, -f1 | tr -d '|')"
+    # every export of both prefixes, defined as code
+    awk -v u="$u" '$2 == "T" && substr($3, 1, length(u)) == u {print substr($3, length(u) + 1)}' "$nm" \
+        | grep -E '^(lm|wsp)_' | sort -u >"$WORK/$t.exports"
+    local missing extra
+    missing=$(comm -23 "$WORK/expected.txt" "$WORK/$t.exports" | wc -l)
+    extra=$(comm -13 "$WORK/expected.txt" "$WORK/$t.exports" | wc -l)
+    exp="$(comm -12 "$WORK/expected.txt" "$WORK/$t.exports" | wc -l)/$(wc -l <"$WORK/expected.txt")"
+    ((missing == 0 && extra == 0)) || { bad=1; exp="$exp, missing $missing, extra $extra"; }
+    # undefined after the archive's own definitions: host ggml (must be weak), platform libs, else bad
+    awk 'NF == 3 && $2 !~ /^[Uwv]$/ {print $3}' "$nm" | sort -u >"$WORK/$t.def"
+    awk 'NF == 2 && $1 ~ /^[Uwv]$/ {print $2}' "$nm" | sort -u | comm -23 - "$WORK/$t.def" >"$WORK/$t.undef"
+    local host weak_bad plat_re others
+    host=$(grep -cE "^${u}(lm|wsp)_ggml_" "$WORK/$t.undef" || true)
+    case "$t" in
+        *-android) weak_bad=$(grep -cE ' U (lm|wsp)_ggml_' "$nm" || true); plat_re="$ANDROID_EXTRA" ;;
+        *) weak_bad=$("$NM" -m "$a" 2>/dev/null | grep -cE '\(undefined\) external _(lm|wsp)_ggml_' || true); plat_re="$APPLE_EXTRA" ;;
+    esac
+    grep -vE "^${u}(lm|wsp)_ggml_" "$WORK/$t.undef" | sed "s/^$u//" | sort -u | comm -23 - "$WORK/glibc.txt" \
+        | sed "s/^/$u/" | grep -vE "$plat_re" >"$WORK/$t.others" || true
+    others=$(wc -l <"$WORK/$t.others")
+    und="$(wc -l <"$WORK/$t.undef") undefined: $host host (weak, $weak_bad not weak), $others unknown"
+    ((weak_bad == 0 && others == 0)) || bad=1
+    if ((others)); then echo "cross.sh: $t: undefined outside libc/libm/libdl/pthread/unwinder: $(tr '\n' ' ' <"$WORK/$t.others")" >&2; fi
+    # Mach-O needs a definition even for weak references at link time: the flags an iOS app adds
+    # for the host symbols it does not link (ld64's -U)
+    if [ -n "$u" ]; then
+        grep -E "^_(lm|wsp)_ggml_" "$WORK/$t.undef" | sed 's/^/-Wl,-U,/' >"dist/$t/host-weak.ldflags"
+        # a libSystem stub with the platform names above, for the test links of step 4 (it proves
+        # the archive links as Mach-O with those flags, not what the real libSystem exports)
+        { printf -- "--- !tapi-tbd\ntbd-version: 4\ntargets: [ %s ]\ninstall-name: '/usr/lib/libSystem.B.dylib'\nexports:\n  - targets: [ %s ]\n    symbols: [ " \
+              "$(tbd_target "$t")" "$(tbd_target "$t")"
+          { echo dyld_stub_binder; grep -vE "^_(lm|wsp)_ggml_" "$WORK/$t.undef"; } | paste -sd, - | sed 's/,/, /g'
+          printf " ]\n...\n"; } >"$WORK/$t.libSystem.tbd"
+    fi
+    local so="dist/$t/libggml_backend_rs.so"
+    if [ -f "$so" ] && [ -z "${2:-}" ]; then # (NDK builds only: not exercised on this project's CI)
+        local needed so_bad=0
+        needed=$("$READELF" -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
+        for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || so_bad=1; done
+        "$NM" -D --defined-only "$so" | awk '$3 ~ /^(lm|wsp)_/ {print $3}' | sort -u | cmp -s - "$WORK/expected.txt" || so_bad=1
+        "$NM" -D --undefined-only "$so" | awk '$1 == "U" {print $2}' | sed 's/@.*//' | sort -u | comm -23 - "$WORK/glibc.txt" \
+            | grep -vE "$ANDROID_EXTRA" | grep . >&2 && so_bad=1
+        SO_STATE[$t]="built with the NDK, NEEDED: $needed$( ((so_bad)) && echo '(FAIL: NEEDED, exports or undefined)')"
+        ((so_bad)) && bad=1
+    fi
+    ((bad)) && FAIL=1
+    ROW[$t]="$( ((bad)) && echo FAIL || echo ok )|$fmt|$plat|$exp|$und|${SO_STATE[$t]:-n/a (static only on iOS)}"
+}
+# The checks must tell the targets apart: each archive checked as its sibling has to fail (run
+# first: the real checks below overwrite what these leave in target/cross/).
+built() { [[ " ${TARGETS[*]} " == *" $1 "* ]]; }
+for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64-apple-ios-sim; do
+    x="${pair%:*}" y="${pair#*:}"
+    built "$x" && built "$y" || continue
+    for swap in "$x $y" "$y $x"; do
+        set -- $swap
+        if ( FAIL=0; check "$2" "dist/$1/libggml_backend_rs.a" 2>/dev/null; exit "$FAIL" ); then
+            echo "cross.sh: the checks accept the $1 archive as $2" >&2; FAIL=1
+        fi
+    done
+done
+for t in "${TARGETS[@]}"; do check "$t"; done
+git diff --quiet -- include/ || { echo "cross.sh: the cross builds changed include/ (headers must not depend on the target)" >&2; FAIL=1; }
+
+printf '\n%-22s | %-4s | %s\n' target ok 'format; host.c object | platform | exports | undefined | .so'
+for t in "${TARGETS[@]}"; do printf '%-22s | %s\n' "$t" "${ROW[$t]//|/ | }"; done
+
+# --- 4. sizes ---------------------------------------------------------------------------------
+# Like with like: the archive as shipped (debug info stripped) holds Rust's std, which an app
+# link mostly drops, so the figure that matters is what a final link keeps: a shared object
+# linked from the archive with --gc-sections / -dead_strip, rooted at the API (-u), next to the
+# same link of the stock two files compiled for the same target. The stock objects' C++ library
+# calls stay undefined there (the app has libc++ anyway); Rust's std code is inside our figure.
+kib() { awk -v b="$1" 'BEGIN {printf "%.0f", b / 1024}'; }
+# bytes of the loaded sections (code, read-only data, unwind tables, data, relocations; not bss)
+text_data() { "$SIZE" -A "$1" | awk 'NR > 2 && $3 > 0 && $1 !~ /bss|common/ {s += $2} END {print s + 0}'; }
+roots() { # -u flags for a symbol list (Mach-O names get their underscore)
+    local u="$1"; shift
+    grep -hE "$@" | sed "s/^/-u $u/" | tr '\n' ' '
+}
+link_kept() { # target, output, archive/objects..., then "--" and -u roots: text+data bytes kept
+    local t="$1" out="$2"; shift 2
+    local inputs=() r
+    while [ "$1" != -- ]; do inputs+=("$1"); shift; done
+    shift
+    local min="$IOS_MIN"
+    [ "${t##*-}" = sim ] && min="$IOS_SIM_MIN"
+    case "$t" in
+        *-android) "$LLD" -flavor gnu -shared --gc-sections --exclude-libs=ALL -z undefs -m "$([ "${t%%-*}" = x86_64 ] && echo elf_x86_64 || echo aarch64linux)" \
+                       "$@" "${inputs[@]}" -o "$out" 2>"$out.log" ;;
+        *) r="$out.exports"; printf '%s\n' "$@" | awk '$1 != "-u"' >"$r"
+           "$LLD" -flavor darwin -arch arm64 -platform_version "$([ "${t##*-}" = sim ] && echo ios-simulator || echo ios)" "$min" "$min" \
+               -dylib -dead_strip -exported_symbols_list "$r" "$@" "${inputs[@]}" "$WORK/$t.libSystem.tbd" \
+               $(sed 's/^-Wl,//; s/,/ /g' "dist/$t/host-weak.ldflags") -o "$out" 2>"$out.log" ;;
+    esac || { echo "cross.sh: $t: test link failed: $out.log" >&2; grep -m5 error "$out.log" >&2; echo LINK-FAILED; return 0; }
+    text_data "$out"
+}
+PKG="$ROOT/.cache/hosts"
+stock_objs() { # compile the stock two files of package $2 for target $1 with the package's flags
+    local t="$1" pkg="$2" dir="$WORK/stock/$1/$2" std=c++11 inc=() f
+    mkdir -p "$dir"
+    [ "$pkg" = wsp ] && std=c++17
+    case "$t" in
+        aarch64-*) inc=(-isystem /usr/aarch64-linux-gnu/include) ;;
+        x86_64-*) inc=(-isystem /usr/include/x86_64-linux-gnu -isystem /usr/include) ;;
+    esac
+    for f in ggml-backend ggml-backend-reg; do
+        [ -f "$dir/$f.o" ] && [ "$dir/$f.o" -nt "$PKG/$pkg/package/cpp/$f.cpp" ] && continue
+        # android/src/main/CMakeLists.txt's flags; C++ headers: libc++ over glibc's C headers
+        clang++ --target="$(clang_triple "$t")" -std=$std -O3 -DNDEBUG -fvisibility=hidden -fvisibility-inlines-hidden \
+            -ffunction-sections -fdata-sections -pthread -nostdinc -nostdinc++ -isystem "$(libcxx)" \
+            -isystem "$(clang -print-resource-dir)/include" "${inc[@]}" -I "$PKG/$pkg/package/cpp" -I "$PKG/$pkg/package/cpp/ggml-cpu" \
+            -c "$PKG/$pkg/package/cpp/$f.cpp" -o "$dir/$f.o"
+    done
+    echo "$dir/ggml-backend.o $dir/ggml-backend-reg.o"
+}
+if [ "${CROSS_SIZES:-1}" = 1 ]; then
+    have_stock=0
+    [ -f "$PKG/lm/package/cpp/ggml-backend.cpp" ] && [ -f "$PKG/wsp/package/cpp/ggml-backend.cpp" ] && have_stock=1
+    echo
+    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode)"
+    printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' target ".a" "stripped" "ours kept: lm / wsp / both" \
+        "stock kept: lm / wsp / both" "ours kept, 1 call"
+    for t in "${TARGETS[@]}"; do
+        a="dist/$t/libggml_backend_rs.a" u=""
+        case "$t" in *-apple-*) u=_ ;; esac
+        # debug info and the LLVM bitcode rustup's std objects embed (linkers ignore both)
+        case "$t" in
+            *-apple-*) "$STRIP" --strip-debug --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$a" -o "$WORK/$t.stripped.a" ;;
+            *) "$STRIP" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$a" -o "$WORK/$t.stripped.a" ;;
+        esac
+        o="$WORK/link-$t"
+        lm=$(link_kept "$t" "$o-lm" "$a" -- $(roots "$u" '^lm_' "$WORK/expected.txt"))
+        wsp=$(link_kept "$t" "$o-wsp" "$a" -- $(roots "$u" '^wsp_' "$WORK/expected.txt"))
+        both=$(link_kept "$t" "$o-both" "$a" -- $(roots "$u" '' "$WORK/expected.txt"))
+        one=$(link_kept "$t" "$o-one" "$a" -- -u "${u}lm_ggml_backend_cpu_buffer_type")
+        stock="n/a"
+        if ((have_stock)) && [[ "$t" == *-android ]]; then
+            slm=$(stock_objs "$t" lm) swsp=$(stock_objs "$t" wsp)
+            # stock exports: what each package's two objects define of the backend API
+            s1=$(link_kept "$t" "$o-slm" $slm -- $("$NM" -g --defined-only $slm | awk '{print $3}' | grep -E '^lm_ggml_backend_' | sed 's/^/-u /'))
+            s2=$(link_kept "$t" "$o-swsp" $swsp -- $("$NM" -g --defined-only $swsp | awk '{print $3}' | grep -E '^wsp_ggml_backend_' | sed 's/^/-u /'))
+            stock="$(kib "$s1") / $(kib "$s2") / $(kib $((s1 + s2)))"
+        elif [[ "$t" == *-apple-* ]]; then
+            stock="n/a (no SDK headers)"
+        fi
+        [[ "$lm $wsp $both $one" != *LINK-FAILED* ]] || { FAIL=1; lm=0 wsp=0 both=0 one=0; }
+        printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' "$t" "$(kib "$(stat -c %s "$a")")" \
+            "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$stock" "$(kib "$one")"
+    done
+fi
+echo
+((FAIL == 0)) && echo "cross.sh: all checks passed" || { echo "cross.sh: a check FAILED (table above)" >&2; exit 1; }
