@@ -209,4 +209,5 @@ rm -rf "$B8" "$W/build-armv7"
 diff -r "$W/pristine/package" "$PKG" || fail "revert: the package differs from a pristine extraction"
 ok "reverted: diff -r with a pristine extraction is empty"
 expect_refusal "a second --revert" "$PKG" --revert "$PKG"
+rm -rf "$W"    # kept on failure, for a look
 echo "test-integrate[$prefix]: PASS"
