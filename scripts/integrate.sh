@@ -171,6 +171,10 @@ EDITS = {
     ("wsp", "whisper-rn.podspec"): PODSPEC_EDITS + [
         ("  if ENV[\"RNWHISPER_BUILD_FROM_SOURCE\"] == \"1\"\n",
          "  if true # ggml-backend-rs: always from source (ios/rnwhisper.xcframework has the stock backend)\n"),
+        # ios/**/*.h would also pick up the stock ggml-backend.h / -impl.h inside that xcframework.
+        ("    s.source_files = \"ios/**/*.{h,m,mm}\", \"cpp/**/*.{h,cpp,hpp,c,m,mm}\"\n",
+         "    s.source_files = \"ios/**/*.{h,m,mm}\", \"cpp/**/*.{h,cpp,hpp,c,m,mm}\"\n"
+         "    s.exclude_files = \"ios/rnwhisper.xcframework/**/*\" # ggml-backend-rs: its stock headers\n"),
     ],
     ("wsp", "android/build.gradle"): [
         ("  if (rnwhisperBuildFromSource == \"true\") {\n",

@@ -2,6 +2,7 @@
 # test-integrate.sh <lm|wsp> [--lib PATH] [--work DIR] -- scripts/integrate.sh on the npm tarball
 # (.cache/npm) of llama.rn 0.4.4 (lm) or whisper.rn 0.4.3 (wsp), extracted into DIR/<prefix>:
 #   1. patch, then check the build files, cpp/ and the copied payload;
+#      the podspec is evaluated in ruby (tests_c/integrate/podspec_eval.rb);
 #   2. patch again: byte for byte no change; refusals (unknown version, a build file without an
 #      expected line, no libraries, --revert of an unpatched package) change nothing;
 #   3. build the patched package with its own android/src/main/CMakeLists.txt on Linux
@@ -123,10 +124,29 @@ if [[ "$prefix" == wsp ]]; then
   grep -q '^  if true # ggml-backend-rs' "$PS" || fail "podspec: not forced to build from source"
   grep -q '^  if (true) { // ggml-backend-rs' "$PKG/android/build.gradle" || fail "build.gradle: not forced to build from source"
 fi
-if command -v ruby >/dev/null 2>&1; then
-  ruby -c "$PS" >/dev/null || fail "podspec: ruby syntax"
-  ok "podspec parses (ruby -c)"
+# The podspec as CocoaPods would read it (tests_c/integrate/podspec_eval.rb records what it sets).
+command -v ruby >/dev/null 2>&1 || fail "ruby missing (apt-get install ruby): it evaluates the podspec"
+ruby "$ROOT/tests_c/integrate/podspec_eval.rb" "$PS" >"$W/podspec.json" || fail "patched podspec does not evaluate"
+python3 - "$W/podspec.json" "$prefix" <<'PY' || fail "patched podspec attributes"
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["source_files_matched"]
+assert any(f.startswith("cpp/") and f.endswith(".cpp") for f in m), "no cpp/ sources compiled"
+bad = [f for f in m if "ggml-backend" in f]
+assert not bad, "source_files still match %s" % bad
+assert d["vendored_frameworks"] == "ggml-backend-rs/ios/ggml_backend_rs.xcframework", d["vendored_frameworks"]
+hsp = d["pod_target_xcconfig"]["HEADER_SEARCH_PATHS"]
+assert hsp == '$(inherited) "$(PODS_TARGET_SRCROOT)/ggml-backend-rs/include"', hsp
+assert d["platforms"] == {"ios": "11.0"}, d["platforms"]
+PY
+mkdir -p "$W/podspec-nolib"
+cp "$PS" "$PKG/package.json" "$W/podspec-nolib/"
+if ruby "$ROOT/tests_c/integrate/podspec_eval.rb" "$W/podspec-nolib/$podspec" >/dev/null 2>"$W/podspec-nolib.err"; then
+  fail "podspec evaluates without the xcframework"
 fi
+grep -q "ggml-backend-rs: no .*ggml_backend_rs.xcframework" "$W/podspec-nolib.err" || fail "podspec without the xcframework: $(cat "$W/podspec-nolib.err")"
+rm -rf "$W/podspec-nolib"
+ok "podspec (evaluated in ruby): sources without ggml-backend*, our xcframework and include dir, iOS only; no xcframework -> pod install stops with the message"
 ok "patched: no ggml-backend sources, cpp/ has no ggml-backend*, our headers + per-ABI/SDK libraries in place"
 
 # --- 2. again: no change; refusals ------------------------------------------------------------
