@@ -147,6 +147,9 @@ PODSPEC_CHECK = (
     "  raise \"ggml-backend-rs: no #{__dir__}/" + XCF + " (it needs the aarch64-apple-ios and \" \\\n"
     "        \"aarch64-apple-ios-sim builds): build them and run integrate.sh again\"\n"
     "end\n"
+    "# Mach-O linkers refuse a weak reference nothing defines: the library reaches every host symbol\n"
+    "# (both prefixes' ggml core, optional backends) weakly, so each absent one is allowed by name.\n"
+    "ggml_backend_rs_ldflags = File.read(File.join(__dir__, \"ggml-backend-rs/ios/host-weak.ldflags\")).split.join(\" \")\n"
 )
 PODSPEC_EDITS = [
     ("package = JSON.parse(File.read(File.join(__dir__, \"package.json\")))\n", PODSPEC_CHECK),
@@ -158,9 +161,10 @@ PODSPEC_EDITS = [
      "  # ggml-backend-rs: the library replaces cpp/ggml-backend.cpp and ggml-backend-reg.cpp (gone\n"
      "  # from cpp/, with their headers; ours are on HEADER_SEARCH_PATHS).\n"
      "  s.vendored_frameworks = \"" + XCF + "\"\n"
-     "  s.preserve_paths = \"ggml-backend-rs/include/*.h\"\n"),
+     "  s.preserve_paths = \"ggml-backend-rs/include/*.h\"\n"
+     "  s.user_target_xcconfig = { \"OTHER_LDFLAGS\" => \"$(inherited) #{ggml_backend_rs_ldflags}\" }\n"),
     ("    \"OTHER_LDFLAGS\" => base_ld_flags,\n",
-     "    \"OTHER_LDFLAGS\" => base_ld_flags,\n"
+     "    \"OTHER_LDFLAGS\" => base_ld_flags + \" \" + ggml_backend_rs_ldflags,\n"
      "    \"HEADER_SEARCH_PATHS\" => \"$(inherited) \\\"$(PODS_TARGET_SRCROOT)/ggml-backend-rs/include\\\"\",\n"),
 ]
 
@@ -232,6 +236,11 @@ if [[ -f "$ios_dev" && -f "$ios_sim" ]]; then
   mkdir -p "$X/ios-arm64" "$X/ios-arm64-simulator"
   cp "$ios_dev" "$X/ios-arm64/libggml_backend_rs.a"
   cp "$ios_sim" "$X/ios-arm64-simulator/libggml_backend_rs.a"
+  # scripts/cross.sh writes the -Wl,-U flags of the host symbols the library references weakly.
+  weak="$dist/aarch64-apple-ios/host-weak.ldflags"
+  [[ -f "$weak" ]] && cmp -s "$weak" "$dist/aarch64-apple-ios-sim/host-weak.ldflags" ||
+    die "$weak missing or different from the simulator's (run scripts/cross.sh for both iOS targets)"
+  cp "$weak" "$P/ios/host-weak.ldflags"
   slice() { # identifier [variant]
     printf '\t\t<dict>\n\t\t\t<key>LibraryIdentifier</key>\n\t\t\t<string>%s</string>\n' "$1"
     printf '\t\t\t<key>LibraryPath</key>\n\t\t\t<string>libggml_backend_rs.a</string>\n'

@@ -62,6 +62,9 @@ cp "$lib" "$D/x86_64-linux-android/libggml_backend_rs.a"
 for t in aarch64-linux-android aarch64-apple-ios aarch64-apple-ios-sim; do
   printf 'stand-in for %s\n' "$t" >"$D/$t/libggml_backend_rs.a"
 done
+for t in aarch64-apple-ios aarch64-apple-ios-sim; do
+  printf -- '-Wl,-U,_%s_ggml_backend_metal_reg\n-Wl,-U,_%s_ggml_init\n' "$prefix" "$prefix" >"$D/$t/host-weak.ldflags"
+done
 
 # expect_refusal <what> <dir to stay unchanged> <integrate args...>: non-zero, one line, no change.
 expect_refusal() {
@@ -138,6 +141,9 @@ assert d["vendored_frameworks"] == "ggml-backend-rs/ios/ggml_backend_rs.xcframew
 hsp = d["pod_target_xcconfig"]["HEADER_SEARCH_PATHS"]
 assert hsp == '$(inherited) "$(PODS_TARGET_SRCROOT)/ggml-backend-rs/include"', hsp
 assert d["platforms"] == {"ios": "11.0"}, d["platforms"]
+weak = "-Wl,-U,_%s_ggml_backend_metal_reg -Wl,-U,_%s_ggml_init" % (sys.argv[2], sys.argv[2])
+assert d["pod_target_xcconfig"]["OTHER_LDFLAGS"].endswith(" " + weak), d["pod_target_xcconfig"]
+assert d["user_target_xcconfig"] == {"OTHER_LDFLAGS": "$(inherited) " + weak}, d.get("user_target_xcconfig")
 PY
 mkdir -p "$W/podspec-nolib"
 cp "$PS" "$PKG/package.json" "$W/podspec-nolib/"
@@ -146,7 +152,7 @@ if ruby "$ROOT/tests_c/integrate/podspec_eval.rb" "$W/podspec-nolib/$podspec" >/
 fi
 grep -q "ggml-backend-rs: no .*ggml_backend_rs.xcframework" "$W/podspec-nolib.err" || fail "podspec without the xcframework: $(cat "$W/podspec-nolib.err")"
 rm -rf "$W/podspec-nolib"
-ok "podspec (evaluated in ruby): sources without ggml-backend*, our xcframework and include dir, iOS only; no xcframework -> pod install stops with the message"
+ok "podspec (evaluated in ruby): sources without ggml-backend*, our xcframework, include dir and weak-symbol link flags, iOS only; no xcframework -> pod install stops with the message"
 ok "patched: no ggml-backend sources, cpp/ has no ggml-backend*, our headers + per-ABI/SDK libraries in place"
 
 # --- 2. again: no change; refusals ------------------------------------------------------------
