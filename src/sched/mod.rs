@@ -76,6 +76,58 @@ impl<R: Rev> Drop for Galloc<R> {
     }
 }
 
+/// `GGML_RS_ALLOC=host` hands the graphs to the host's ggml-alloc (what the library did before it
+/// had its own allocator); anything else, or unset, uses ours. Read once per process.
+fn use_host_alloc() -> bool {
+    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HOST.get_or_init(|| std::env::var("GGML_RS_ALLOC").is_ok_and(|v| v.trim().eq_ignore_ascii_case("host")))
+}
+
+enum Allocator<R: Rev> {
+    Host(Galloc<R>),
+    Ours(crate::alloc::GraphAlloc<R>),
+}
+
+impl<R: Rev> Allocator<R> {
+    fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
+        if use_host_alloc() {
+            Ok(Allocator::Host(Galloc::new(bufts)?))
+        } else {
+            Ok(Allocator::Ours(crate::alloc::GraphAlloc::new(bufts)?))
+        }
+    }
+    fn reserve(&mut self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
+        match self {
+            Allocator::Host(h) => h.reserve(g, node_ids, leaf_ids),
+            Allocator::Ours(a) => match a.reserve(g, node_ids, leaf_ids) {
+                Ok(()) => true,
+                Err(e) => {
+                    crate::log_error!(R, "ggml_gallocr_reserve_n", "{}", e);
+                    false
+                }
+            },
+        }
+    }
+    fn alloc_graph(&mut self, g: &mut CGraph<R>) -> bool {
+        match self {
+            Allocator::Host(h) => h.alloc_graph(g),
+            Allocator::Ours(a) => match a.alloc_graph(g) {
+                Ok(fits) => fits,
+                Err(e) => {
+                    crate::log_error!(R, "ggml_gallocr_alloc_graph", "{}", e);
+                    false
+                }
+            },
+        }
+    }
+    fn buffer_size(&self, id: usize) -> usize {
+        match self {
+            Allocator::Host(h) => h.buffer_size(id),
+            Allocator::Ours(a) => a.buffer_size(id),
+        }
+    }
+}
+
 /// `ggml_hash_size`: the scheduler accepts graphs of up to this many nodes + leafs, as stock.
 fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
     if let Some(f) = R::host().core().hash_size {
@@ -100,7 +152,7 @@ fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
 pub struct Sched<R: Rev> {
     pub(crate) backends: Vec<*mut Backend<R>>,
     pub(crate) bufts: Vec<*mut BufferType<R>>,
-    galloc: Galloc<R>,
+    galloc: Allocator<R>,
     pub(crate) n_copies: usize,
     pub(crate) cur_copy: usize,
     pub(crate) op_offload: bool,
@@ -192,7 +244,7 @@ impl<R: Rev> Sched<R> {
                 }
             }
         }
-        let galloc = Galloc::new(&mut bts)?;
+        let galloc = Allocator::new(&mut bts)?;
         let capacity = hash_capacity::<R>(graph_size);
         let mut s = Box::new(Sched {
             backends: backends.to_vec(),
