@@ -120,6 +120,9 @@ impl<R: Rev> Allocator<R> {
             },
         }
     }
+    fn is_host(&self) -> bool {
+        matches!(self, Allocator::Host(_))
+    }
     fn buffer_size(&self, id: usize) -> usize {
         match self {
             Allocator::Host(h) => h.buffer_size(id),
@@ -323,7 +326,9 @@ impl<R: Rev> Sched<R> {
     }
 
     fn galloc_reserve(&mut self) -> bool {
-        self.reserved_prealloc = self.prealloc_signature();
+        if self.galloc.is_host() {
+            self.reserved_prealloc = self.prealloc_signature();
+        }
         self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids)
     }
 
@@ -356,7 +361,8 @@ impl<R: Rev> Sched<R> {
         };
         let backend_ids_changed = changed(&self.node_backend_ids, &self.prev_node_backend_ids)
             || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids)
-            || self.prealloc_signature() != self.reserved_prealloc;
+            // ours checks each tensor against its plan itself
+            || (self.galloc.is_host() && self.prealloc_signature() != self.reserved_prealloc);
         if backend_ids_changed || !self.galloc.alloc_graph(&mut self.alloc_graph) {
             // a re-allocation may move split inputs: let the backends finish with them first
             // (without sched_synchronize, which could rewind cur_copy)
