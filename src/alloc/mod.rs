@@ -36,6 +36,7 @@ pub struct GraphAlloc<R: Rev> {
     plan: Plan,
     offsets: Vec<usize>,
     scratch: Vec<usize>,
+    bases: Vec<usize>,
     reserved: Option<(usize, usize)>,
     pub stats: Vec<ArenaStats>,
     /// `GGML_RS_ALLOC_STATS`: print the stats of every reserve to stderr (for scripts/bench.sh)
@@ -66,6 +67,7 @@ impl<R: Rev> GraphAlloc<R> {
             plan: Plan::default(),
             offsets: Vec::new(),
             scratch: Vec::new(),
+            bases: Vec::new(),
             reserved: None,
             stats: vec![ArenaStats::default(); n],
             print_stats: std::env::var_os("GGML_RS_ALLOC_STATS").is_some_and(|v| v != "0"),
@@ -149,10 +151,45 @@ impl<R: Rev> GraphAlloc<R> {
         plan::alloc_size(self.bufts[b], t).is_ok_and(|s| s <= rec.size)
     }
 
-    /// Whether `g` can take the reserved plan: same node and leaf counts, and each tensor to
-    /// place no larger than what was reserved at its position.
+    /// Whether source record `rec` is the node / leaf of `g` it was at reserve (then that
+    /// position's own record checks and places it).
+    fn at_home(g: &CGraph<R>, rec: &Rec, src: *mut Tensor<R>) -> bool {
+        let h = rec.home;
+        if h == NONE {
+            return false;
+        }
+        let list = if h & plan::LEAF != 0 { g.leafs() } else { g.nodes() };
+        list.get((h & !plan::LEAF) as usize) == Some(&src)
+    }
+
+    /// The records of node `i`'s sources, matched to `node.src` by index.
+    fn each_src(&self, i: usize, node: &Tensor<R>, mut f: impl FnMut(*mut Tensor<R>, Rec) -> Result<bool>) -> Result<bool> {
+        let recs = self.plan.srcs_of(i);
+        let mut k = 0;
+        for (j, &sp) in node.src.iter().enumerate() {
+            if sp.is_null() {
+                continue;
+            }
+            while k < recs.len() && (recs[k].0 as usize) < j {
+                k += 1;
+            }
+            let rec = if k < recs.len() && recs[k].0 as usize == j { recs[k].1 } else { Rec::NOTHING };
+            if !f(sp, rec)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Whether `g` can take the reserved plan (ggml-alloc's `needs_realloc`, negated): same node
+    /// and leaf counts, and each tensor to place no larger than what was reserved at its
+    /// position. A source that is still the node or leaf it was at reserve is checked there.
     fn plan_fits(&self, g: &CGraph<R>) -> bool {
         if self.reserved != Some((g.n_nodes.max(0) as usize, g.n_leafs.max(0) as usize)) {
+            return false;
+        }
+        let leafs_fit = g.leafs().iter().zip(&self.plan.leafs).all(|(&lp, &rec)| obj(lp).is_some_and(|l| self.fits(l, rec)));
+        if !leafs_fit {
             return false;
         }
         for (i, &np) in g.nodes().iter().enumerate() {
@@ -160,15 +197,12 @@ impl<R: Rev> GraphAlloc<R> {
             if !self.fits(node, self.plan.nodes[i]) {
                 return false;
             }
-            for (j, &sp) in node.src.iter().enumerate() {
-                if let Some(src) = obj(sp) {
-                    if !self.fits(src, self.plan.src(i, j)) {
-                        return false;
-                    }
-                }
+            let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(g, &rec, sp) || obj(sp).is_some_and(|s| self.fits(s, rec))));
+            if !srcs_fit.unwrap_or(false) {
+                return false;
             }
         }
-        g.leafs().iter().zip(&self.plan.leafs).all(|(&lp, &rec)| obj(lp).is_some_and(|l| self.fits(l, rec)))
+        true
     }
 
     /// Places `g` into the buffers. `Ok(false)`: it does not fit the plan and there are several
@@ -180,29 +214,38 @@ impl<R: Rev> GraphAlloc<R> {
             }
             self.reserve(g, &[], &[])?;
         }
-        let mut bases = Vec::with_capacity(self.buffers.len());
+        let mut bases = std::mem::take(&mut self.bases);
+        bases.clear();
         for &b in &self.buffers {
-            match obj(b) {
+            let base = match obj(b) {
                 Some(buf) => {
                     buf.reset();
-                    bases.push(buf.base()? as usize);
+                    buf.base()? as usize
                 }
-                None => bases.push(0),
-            }
+                None => 0,
+            };
+            bases.push(base);
         }
+        let r = self.place_graph(g, &bases);
+        self.bases = bases;
+        r.map(|()| true)
+    }
+
+    fn place_graph(&self, g: &CGraph<R>, bases: &[usize]) -> Result<()> {
         for (i, &lp) in g.leafs().iter().enumerate() {
-            self.place(lp, self.plan.leafs[i], &bases)?;
+            self.place(lp, self.plan.leafs[i], bases)?;
         }
         for (i, &np) in g.nodes().iter().enumerate() {
-            let node = obj(np).unwrap();
-            for (j, &sp) in node.src.iter().enumerate() {
-                if !sp.is_null() {
-                    self.place(sp, self.plan.src(i, j), &bases)?;
+            let Some(node) = obj(np) else { bail!("graph holds a NULL node") };
+            self.each_src(i, node, |sp, rec| {
+                if !Self::at_home(g, &rec, sp) {
+                    self.place(sp, rec, bases)?;
                 }
-            }
-            self.place(np, self.plan.nodes[i], &bases)?;
+                Ok(true)
+            })?;
+            self.place(np, self.plan.nodes[i], bases)?;
         }
-        Ok(true)
+        Ok(())
     }
 
     fn place(&self, p: *mut Tensor<R>, rec: Rec, bases: &[usize]) -> Result<()> {
@@ -210,7 +253,12 @@ impl<R: Rev> GraphAlloc<R> {
         if let Some(src) = obj(t.view_src) {
             // a view of memory ggml-backend does not manage is left alone, as ggml-alloc does
             if t.buffer.is_null() && !src.buffer.is_null() {
-                crate::buffer::view_init(p)?;
+                ensure!(!src.data.is_null(), "view source of '{}' is not allocated", t.name());
+                t.buffer = src.buffer;
+                t.data = (src.data as usize).wrapping_add(t.view_offs) as *mut std::ffi::c_void;
+                if let Some(b) = obj(t.buffer) {
+                    let _ = b.init_tensor(p);
+                }
             }
             return Ok(());
         }

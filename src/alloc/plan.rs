@@ -45,10 +45,15 @@ struct Slot {
 pub struct Rec {
     pub block: u32,
     pub size: usize,
+    /// for a source: the node (or `LEAF | leaf`) of the graph it was at reserve, `NONE` if it
+    /// was neither; a source still found there needs no check or placement of its own
+    pub home: u32,
 }
 
+pub const LEAF: u32 = 1 << 31;
+
 impl Rec {
-    pub const NOTHING: Rec = Rec { block: NONE, size: 0 };
+    pub const NOTHING: Rec = Rec { block: NONE, size: 0, home: NONE };
 }
 
 /// The buffer types' facts the plan needs: per buffer id, which shared arena (buffer types used
@@ -78,6 +83,7 @@ pub struct Plan {
     pub leafs: Vec<Rec>,
     slots: Vec<Slot>,
     index: PtrMap<u32>,
+    home: Vec<u32>,
 }
 
 struct Walk<'p, 'a, R: Rev> {
@@ -164,7 +170,7 @@ impl<R: Rev> Walk<'_, '_, R> {
         let block = self.plan.slots[s].block;
         ensure!(block != NONE, "tensor '{}' was never allocated", t.name());
         let size = alloc_size(self.arenas.bufts[self.plan.blocks[block as usize].buffer_id], t)?;
-        Ok(Rec { block, size })
+        Ok(Rec { block, size, home: NONE })
     }
 }
 
@@ -245,6 +251,16 @@ impl Plan {
         }
 
         // what alloc_graph needs, positionally
+        w.plan.home.clear();
+        let homes = nodes.iter().enumerate().map(|(k, &p)| (p, k as u32));
+        let homes = homes.chain(leafs.iter().enumerate().map(|(l, &p)| (p, LEAF | l as u32))).collect::<Vec<_>>();
+        for &(p, h) in homes.iter().rev() {
+            let s = w.slot(p);
+            if s >= w.plan.home.len() {
+                w.plan.home.resize(s + 1, NONE);
+            }
+            w.plan.home[s] = h;
+        }
         for &np in nodes {
             let rec = w.record(np)?;
             w.plan.nodes.push(rec);
@@ -254,7 +270,9 @@ impl Plan {
                 if sp.is_null() {
                     continue;
                 }
-                let rec = w.record(sp)?;
+                let mut rec = w.record(sp)?;
+                let s = w.slot(sp);
+                rec.home = w.plan.home.get(s).copied().unwrap_or(NONE);
                 w.plan.srcs.push((j as u8, rec));
             }
         }
@@ -266,9 +284,9 @@ impl Plan {
         Ok(())
     }
 
-    /// The record of source `j` of node `i` (nothing if it had no such source at reserve).
-    pub fn src(&self, i: usize, j: usize) -> Rec {
+    /// The records of node `i`'s sources at reserve, in increasing `j`.
+    pub fn srcs_of(&self, i: usize) -> &[(u8, Rec)] {
         let (a, b) = (self.src_start[i] as usize, self.src_start[i + 1] as usize);
-        self.srcs[a..b].iter().find(|(k, _)| *k as usize == j).map(|&(_, r)| r).unwrap_or(Rec::NOTHING)
+        &self.srcs[a..b]
     }
 }

@@ -278,3 +278,31 @@ fn best_fit_replays_ggml_alloc() {
     assert_eq!(off, vec![0, 100, 200, 100, 300]);
     assert_eq!(top, 360);
 }
+
+#[test]
+fn sources_outside_the_graph_and_changed_pre_allocation() {
+    let ops = Lm::OPS;
+    let mut g = G::new();
+    // `o` is a source of x but neither a node nor a leaf: placed through x's source record
+    let o = g.push(blank(F));
+    let l = g.leaf(F);
+    let x = g.node(ops.mul_mat, F, &[o, l]);
+    unsafe { (*x).flags |= TENSOR_FLAG_OUTPUT };
+    let cg = g.graph();
+    let cpu_t = crate::buffer::cpu_buffer_type::<Lm>();
+    let mut two = GraphAlloc::<Lm>::new(&[cpu_t, cpu_t]).unwrap();
+    let mut mem = vec![0f32; 512];
+    // at reserve, l carries data of its own ...
+    unsafe { (*l).data = mem.as_mut_ptr() as *mut std::ffi::c_void };
+    two.reserve(&cg, &[0], &[0]).unwrap();
+    assert!(two.alloc_graph(&cg).unwrap());
+    assert!(!t(o).data.is_null() && t(o).buffer == t(x).buffer);
+    assert_ne!(t(o).data, t(x).data);
+    // ... now it does not: the plan has no place for it, so a new reserve is asked for
+    g.clear_data();
+    assert!(!two.alloc_graph(&cg).unwrap());
+    two.reserve(&cg, &[0], &[0]).unwrap();
+    assert!(two.alloc_graph(&cg).unwrap());
+    inside(&two, &g);
+    assert!(!t(l).data.is_null());
+}
