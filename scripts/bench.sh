@@ -6,7 +6,9 @@
 #                    encode ms and total (whisper_full) ms
 # plus the compute buffer sizes the hosts log, the scheduler's overhead per llama decode graph
 # (time in the scheduler minus time in ggml-cpu's compute, measured by --wrap probes in the
-# stock and static drivers) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
+# stock and static drivers; the static one with our graph allocator and with the host's,
+# GGML_RS_ALLOC=host), the compute buffer bytes of each reserved graph (ggml-alloc's best fit,
+# ours, and the lower bound: GGML_RS_ALLOC_STATS=1) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
 # library's SIMD backend computing instead of ggml-cpu); then the per-op table of SIMD against
 # ggml-cpu (tests_c/bench_ops.c). Runs are interleaved
 # (stock, static, shared, stock, ...) after one warm-up round; the table shows

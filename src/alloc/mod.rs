@@ -37,6 +37,8 @@ pub struct GraphAlloc<R: Rev> {
     offsets: Vec<usize>,
     scratch: Vec<usize>,
     bases: Vec<usize>,
+    /// per buffer id: the buffer type sizes tensors itself (else `nbytes`)
+    custom_size: Vec<bool>,
     reserved: Option<(usize, usize)>,
     pub stats: Vec<ArenaStats>,
     /// `GGML_RS_ALLOC_STATS`: print the stats of every reserve to stderr (for scripts/bench.sh)
@@ -68,6 +70,7 @@ impl<R: Rev> GraphAlloc<R> {
             offsets: Vec::new(),
             scratch: Vec::new(),
             bases: Vec::new(),
+            custom_size: bufts.iter().map(|&b| obj(b).is_some_and(|b| b.iface.get_alloc_size.is_some())).collect(),
             reserved: None,
             stats: vec![ArenaStats::default(); n],
             print_stats: std::env::var_os("GGML_RS_ALLOC_STATS").is_some_and(|v| v != "0"),
@@ -148,32 +151,40 @@ impl<R: Rev> GraphAlloc<R> {
             return false;
         }
         let b = self.plan.blocks[rec.block as usize].buffer_id;
-        plan::alloc_size(self.bufts[b], t).is_ok_and(|s| s <= rec.size)
+        let size = if self.custom_size[b] { plan::alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
+        size.is_ok_and(|s| s <= rec.size)
     }
 
-    /// Whether source record `rec` is the node / leaf of `g` it was at reserve (then that
+    /// Whether source record `rec` is the node / leaf of the graph it was at reserve (then that
     /// position's own record checks and places it).
-    fn at_home(g: &CGraph<R>, rec: &Rec, src: *mut Tensor<R>) -> bool {
+    #[inline]
+    fn at_home(nodes: &[*mut Tensor<R>], leafs: &[*mut Tensor<R>], rec: &Rec, src: *mut Tensor<R>) -> bool {
         let h = rec.home;
         if h == NONE {
             return false;
         }
-        let list = if h & plan::LEAF != 0 { g.leafs() } else { g.nodes() };
+        let list = if h & plan::LEAF != 0 { leafs } else { nodes };
         list.get((h & !plan::LEAF) as usize) == Some(&src)
     }
 
-    /// The records of node `i`'s sources, matched to `node.src` by index.
+    /// The records of node `i`'s sources, matched to `node.src` by index. When the node has the
+    /// same sources as at reserve (the usual case) only those are visited.
+    #[inline]
     fn each_src(&self, i: usize, node: &Tensor<R>, mut f: impl FnMut(*mut Tensor<R>, Rec) -> Result<bool>) -> Result<bool> {
         let recs = self.plan.srcs_of(i);
-        let mut k = 0;
+        if plan::src_mask(node) == self.plan.src_mask[i] {
+            for &(j, rec) in recs {
+                if !f(node.src[j as usize], rec)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
         for (j, &sp) in node.src.iter().enumerate() {
             if sp.is_null() {
                 continue;
             }
-            while k < recs.len() && (recs[k].0 as usize) < j {
-                k += 1;
-            }
-            let rec = if k < recs.len() && recs[k].0 as usize == j { recs[k].1 } else { Rec::NOTHING };
+            let rec = recs.iter().find(|r| r.0 as usize == j).map(|r| r.1).unwrap_or(Rec::NOTHING);
             if !f(sp, rec)? {
                 return Ok(false);
             }
@@ -192,12 +203,13 @@ impl<R: Rev> GraphAlloc<R> {
         if !leafs_fit {
             return false;
         }
-        for (i, &np) in g.nodes().iter().enumerate() {
+        let (nodes, leafs) = (g.nodes(), g.leafs());
+        for (i, &np) in nodes.iter().enumerate() {
             let Some(node) = obj(np) else { return false };
             if !self.fits(node, self.plan.nodes[i]) {
                 return false;
             }
-            let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(g, &rec, sp) || obj(sp).is_some_and(|s| self.fits(s, rec))));
+            let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(nodes, leafs, &rec, sp) || obj(sp).is_some_and(|s| self.fits(s, rec))));
             if !srcs_fit.unwrap_or(false) {
                 return false;
             }
@@ -232,13 +244,14 @@ impl<R: Rev> GraphAlloc<R> {
     }
 
     fn place_graph(&self, g: &CGraph<R>, bases: &[usize]) -> Result<()> {
-        for (i, &lp) in g.leafs().iter().enumerate() {
+        let (nodes, leafs) = (g.nodes(), g.leafs());
+        for (i, &lp) in leafs.iter().enumerate() {
             self.place(lp, self.plan.leafs[i], bases)?;
         }
-        for (i, &np) in g.nodes().iter().enumerate() {
+        for (i, &np) in nodes.iter().enumerate() {
             let Some(node) = obj(np) else { bail!("graph holds a NULL node") };
             self.each_src(i, node, |sp, rec| {
-                if !Self::at_home(g, &rec, sp) {
+                if !Self::at_home(nodes, leafs, &rec, sp) {
                     self.place(sp, rec, bases)?;
                 }
                 Ok(true)

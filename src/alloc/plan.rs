@@ -64,6 +64,14 @@ pub struct Arenas<'a, R: Rev> {
     pub alignment: &'a [usize],
 }
 
+pub fn src_mask<R: Rev>(t: &Tensor<R>) -> u16 {
+    let mut m = 0u16;
+    for (j, &sp) in t.src.iter().enumerate() {
+        m |= (!sp.is_null() as u16) << j;
+    }
+    m
+}
+
 pub fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
     match obj(buft) {
         Some(b) => crate::buffer::buft_get_alloc_size(b, t),
@@ -80,6 +88,8 @@ pub struct Plan {
     /// per node, its sources at reserve time: (index j, record)
     pub srcs: Vec<(u8, Rec)>,
     pub src_start: Vec<u32>,
+    /// per node, bit j set when it had source j at reserve
+    pub src_mask: Vec<u16>,
     pub leafs: Vec<Rec>,
     slots: Vec<Slot>,
     index: PtrMap<u32>,
@@ -191,6 +201,7 @@ impl Plan {
         self.nodes.clear();
         self.srcs.clear();
         self.src_start.clear();
+        self.src_mask.clear();
         self.leafs.clear();
         let id = |ids: &[i32], i: usize| ids.get(i).copied().unwrap_or(0);
         let mut w = Walk { plan: self, arenas };
@@ -266,6 +277,7 @@ impl Plan {
             w.plan.nodes.push(rec);
             w.plan.src_start.push(w.plan.srcs.len() as u32);
             let node = tensor(np)?;
+            w.plan.src_mask.push(src_mask(node));
             for (j, &sp) in node.src.iter().enumerate() {
                 if sp.is_null() {
                     continue;

@@ -6,6 +6,8 @@ use crate::abi::lm::Lm;
 type T = Tensor<Lm>;
 
 struct G {
+    // boxed: the graph holds their addresses while the Vec grows
+    #[allow(clippy::vec_box)]
     tensors: Vec<Box<T>>,
     nodes: Vec<*mut T>,
     leafs: Vec<*mut T>,

@@ -85,7 +85,7 @@ fn use_host_alloc() -> bool {
 
 enum Allocator<R: Rev> {
     Host(Galloc<R>),
-    Ours(crate::alloc::GraphAlloc<R>),
+    Ours(Box<crate::alloc::GraphAlloc<R>>),
 }
 
 impl<R: Rev> Allocator<R> {
@@ -93,7 +93,7 @@ impl<R: Rev> Allocator<R> {
         if use_host_alloc() {
             Ok(Allocator::Host(Galloc::new(bufts)?))
         } else {
-            Ok(Allocator::Ours(crate::alloc::GraphAlloc::new(bufts)?))
+            Ok(Allocator::Ours(Box::new(crate::alloc::GraphAlloc::new(bufts)?)))
         }
     }
     fn reserve(&mut self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {

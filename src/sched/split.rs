@@ -29,7 +29,8 @@ impl<R: Rev> Sched<R> {
     fn split_graph_passes(&mut self, g: &mut CGraph<R>) -> Result<()> {
         // a graph whose sources were already redirected to this scheduler's copies was allocated
         // before; stock would silently read stale copies after a reset
-        for &node in g.nodes() {
+        // (with no copies made, e.g. one backend, there is nothing to look up)
+        for &node in g.nodes().iter().take(if self.arena.is_empty() { 0 } else { usize::MAX }) {
             if obj(node).unwrap().src.iter().any(|&s| !s.is_null() && self.arena.owns(s)) {
                 bail!("graph was already split by this scheduler: build a new graph after sched_reset");
             }
