@@ -1,6 +1,7 @@
 //! The backend scheduler: assigns graph nodes to backends, splits the graph where the backend
-//! changes, copies split inputs across backends, allocates the compute buffers (through the host's
-//! `ggml-alloc`) and runs the splits, with stock's semantics except where a decision is written.
+//! changes, copies split inputs across backends, allocates the compute buffers (with our graph
+//! allocator, `crate::alloc`, or with `GGML_RS_ALLOC=host` the host's `ggml-alloc`) and runs the
+//! splits, with stock's semantics except where a decision is written.
 //!
 //! Where the work is: `assign` (passes 1-4: which backend runs each node), `split` (pass 5: splits,
 //! input copies, the graph handed to the allocator), `compute` (running splits, copies, events,
@@ -36,7 +37,7 @@ pub struct Split<R: Rev> {
     pub graph: CGraph<R>,
 }
 
-/// The host's graph allocator (`ggml_gallocr`), one buffer per backend.
+/// The host's graph allocator (`ggml_gallocr`), one buffer per backend (`GGML_RS_ALLOC=host`).
 struct Galloc<R: Rev> {
     handle: *mut c_void,
     core: &'static crate::host::CoreFns<R>,
