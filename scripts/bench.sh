@@ -6,7 +6,9 @@
 #                    encode ms and total (whisper_full) ms
 # plus the compute buffer sizes the hosts log, the scheduler's overhead per llama decode graph
 # (time in the scheduler minus time in ggml-cpu's compute, measured by --wrap probes in the
-# stock and static drivers) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
+# stock and static drivers; the static one with our graph allocator and with the host's,
+# GGML_RS_ALLOC=host), the compute buffer bytes of each reserved graph (ggml-alloc's best fit,
+# ours, and the lower bound: GGML_RS_ALLOC_STATS=1) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
 # library's SIMD backend computing instead of ggml-cpu); then the per-op table of SIMD against
 # ggml-cpu (tests_c/bench_ops.c). Runs are interleaved
 # (stock, static, shared, stock, ...) after one warm-up round; the table shows
@@ -77,15 +79,32 @@ def run(host, mode):
 
 
 def sched_overhead(mode):
-    exe = os.path.join(bindir, "llama_driver_timed_%s" % mode)
+    host_alloc = mode == "static-host-alloc"
+    exe = os.path.join(bindir, "llama_driver_timed_%s" % ("static" if host_alloc else mode))
     args = ["-m", llama_args[1], "-p", "16", "-n", "128", "-t", threads, "-o", os.path.join(tmp, "timed.bin")]
-    p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = dict(os.environ, GGML_RS_ALLOC="host" if host_alloc else "rust")
+    p = subprocess.run([exe] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     line = [l for l in p.stdout.splitlines() if l.startswith("SCHED_TIMING ")][-1]
     return float(dict(kv.split("=", 1) for kv in line.split()[1:])["median_overhead_us"])
 
 
+def alloc_stats(host):
+    """Per reserved graph of one static run: (stock, ours, bound) bytes, from GGML_RS_ALLOC_STATS."""
+    exe = os.path.join(bindir, "%s_driver_static" % host)
+    args = llama_args if host == "llama" else whisper_args
+    env = dict(os.environ, GGML_RS_ALLOC_STATS="1", GGML_RS_ALLOC="rust")
+    p = subprocess.run([exe] + args + ["-o", os.path.join(tmp, "stats.bin")], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    rows = []
+    for l in p.stderr.splitlines():
+        if l.startswith("GGML_RS_ALLOC "):
+            kv = dict(x.split("=", 1) for x in l.split()[2:])
+            rows.append((kv["nodes"], int(kv["stock"]), int(kv["ours"]), int(kv["bound"])))
+    return rows
+
+
 samples = {(h, m): [] for h in ("llama", "whisper") for m in all_modes}
-overhead = {"stock": [], "static": []}
+overhead = {"stock": [], "static": [], "static-host-alloc": []}
 outputs = {}
 for r in range(runs + 1):  # round 0 = warm-up
     for h in ("llama", "whisper"):
@@ -140,7 +159,20 @@ for h, key, label in mem_rows:
         line += " %10.2f %8.3fx" % (v, v / s if s else float("nan"))
     print(line)
 so, st = statistics.median(overhead["stock"]), statistics.median(overhead["static"])
-print("%-*s %10.1f %10.1f %8.3fx   (static build; stock/static: >1 = less overhead)" % (w, "sched overhead us / llama decode graph", so, st, so / st))
+sh = statistics.median(overhead["static-host-alloc"])
+print("%-*s %10.1f %10.1f %8.3fx   (static build, our allocator; stock/static: >1 = less overhead)" % (w, "sched overhead us / llama decode graph", so, st, so / st))
+print("%-*s %10.1f %10.1f %8.3fx   (static build, GGML_RS_ALLOC=host: the host's ggml-alloc)" % (w, "  same with the host's ggml-alloc", so, sh, so / sh))
+print()
+print("compute buffer bytes per reserved graph (static build, GGML_RS_ALLOC_STATS=1): stock = ggml-alloc's best fit")
+print("replayed on the same graph, ours = what we allocate, bound = most bytes alive at once")
+print("%-36s %6s %12s %12s %12s %8s %8s" % ("graph", "nodes", "stock", "ours", "bound", "ours/st", "ours/bd"))
+labels = {"llama": ["llama   prompt (worst-case ubatch)", "llama   decode (1 token)", "llama   prompt (again)"],
+          "whisper": ["whisper conv", "whisper encoder", "whisper cross", "whisper decoder"]}
+for h in ("llama", "whisper"):
+    for k, (nodes, stock_b, ours_b, bound_b) in enumerate(alloc_stats(h)):
+        label = labels[h][k] if k < len(labels[h]) else "%s graph %d" % (h, k)
+        print("%-36s %6s %12d %12d %12d %8.3f %8.3f" % (label, nodes, stock_b, ours_b, bound_b,
+              ours_b / stock_b if stock_b else 1.0, ours_b / bound_b if bound_b else 1.0))
 print()
 print("vs stock: speed ratio (>1 = faster than stock) for the timings, size ratio for the buffers")
 print("simd: static build with GGML_RS_SIMD=1 (the library's SIMD backend computes; bit-identical to stock on AVX2)")

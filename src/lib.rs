@@ -6,6 +6,7 @@
 //! export layers), `host` (weak references to the host's symbols).
 
 pub mod abi;
+pub mod alloc;
 pub mod backend;
 pub mod buffer;
 pub mod device;

@@ -130,6 +130,9 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     m.insert("op.rope".into(), R::OPS.rope as i64 as u64);
     m.insert("op.im2col".into(), R::OPS.im2col as i64 as u64);
     m.insert("op.unary".into(), R::OPS.unary as i64 as u64);
+    for (k, &op) in R::INPLACE_OPS.iter().enumerate() {
+        m.insert(format!("inplace.{}", k), op as i64 as u64);
+    }
     let mut c = |k: &str, v: i64| {
         m.insert(format!("const.{}", k), v as u64);
     };

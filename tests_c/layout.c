@@ -192,6 +192,22 @@ int main(void) {
     VAL("op.rope", E(OP_ROPE));
     VAL("op.im2col", E(OP_IM2COL));
     VAL("op.unary", E(OP_UNARY));
+    /* ggml-alloc.c's ggml_op_can_inplace, in the order of src/abi/{lm,wsp}.rs INPLACE_OPS */
+    {
+        static const int inplace[] = {
+            E(OP_SCALE), E(OP_DIAG_MASK_ZERO), E(OP_DIAG_MASK_INF), E(OP_ADD), E(OP_ADD1), E(OP_SUB),
+            E(OP_MUL), E(OP_DIV), E(OP_SQR), E(OP_SQRT), E(OP_LOG), E(OP_UNARY), E(OP_ROPE),
+            E(OP_RMS_NORM), E(OP_SOFT_MAX),
+#if defined(LAYOUT_WSP)
+            E(OP_ROPE_BACK), E(OP_SILU_BACK), E(OP_RMS_NORM_BACK), E(OP_SOFT_MAX_BACK),
+#endif
+        };
+        char key[32];
+        for (size_t k = 0; k < sizeof inplace / sizeof inplace[0]; k++) {
+            snprintf(key, sizeof key, "inplace.%zu", k);
+            VAL(key, inplace[k]);
+        }
+    }
     VAL("const.UNARY_GELU", E(UNARY_OP_GELU));
     VAL("const.UNARY_SILU", E(UNARY_OP_SILU));
     VAL("const.TENSOR_FLAG_INPUT", E(TENSOR_FLAG_INPUT));

@@ -118,6 +118,9 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool;
     /// wsp's `sched_synchronize` rewinds the pipeline copy index when no graph is allocated; lm keeps it.
     const SCHED_SYNC_RESETS_COPY: bool;
+    /// Ops whose result the graph allocator may write over a dying parent's memory
+    /// (ggml-alloc's `op_can_inplace`; wsp adds the `*_BACK` ops).
+    const INPLACE_OPS: &'static [i32];
 
     /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
     /// `void` in lm, `enum ggml_status` in wsp.

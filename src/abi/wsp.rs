@@ -50,6 +50,8 @@ impl Rev for Wsp {
     const SCHED_PASS1_SKIPS_VIEWS: bool = false;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
     const SCHED_SYNC_RESETS_COPY: bool = true;
+    // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX, ROPE_BACK, SILU_BACK, RMS_NORM_BACK, SOFT_MAX_BACK
+    const INPLACE_OPS: &'static [i32] = &[30, 43, 42, 2, 3, 5, 6, 7, 8, 9, 10, 77, 46, 23, 44, 47, 21, 24, 45];
 
     type InitRet = Status;
     type RegHeader = i32;

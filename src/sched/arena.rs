@@ -47,6 +47,10 @@ impl<R: Rev> Arena<R> {
         self.owned.clear();
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
     pub fn owns(&self, t: *const Tensor<R>) -> bool {
         self.owned.contains_key(t as usize)
     }

@@ -1,6 +1,7 @@
 //! The backend scheduler: assigns graph nodes to backends, splits the graph where the backend
-//! changes, copies split inputs across backends, allocates the compute buffers (through the host's
-//! `ggml-alloc`) and runs the splits, with stock's semantics except where a decision is written.
+//! changes, copies split inputs across backends, allocates the compute buffers (with our graph
+//! allocator, `crate::alloc`, or with `GGML_RS_ALLOC=host` the host's `ggml-alloc`) and runs the
+//! splits, with stock's semantics except where a decision is written.
 //!
 //! Where the work is: `assign` (passes 1-4: which backend runs each node), `split` (pass 5: splits,
 //! input copies, the graph handed to the allocator), `compute` (running splits, copies, events,
@@ -36,7 +37,7 @@ pub struct Split<R: Rev> {
     pub graph: CGraph<R>,
 }
 
-/// The host's graph allocator (`ggml_gallocr`), one buffer per backend.
+/// The host's graph allocator (`ggml_gallocr`), one buffer per backend (`GGML_RS_ALLOC=host`).
 struct Galloc<R: Rev> {
     handle: *mut c_void,
     core: &'static crate::host::CoreFns<R>,
@@ -76,6 +77,61 @@ impl<R: Rev> Drop for Galloc<R> {
     }
 }
 
+/// `GGML_RS_ALLOC=host` hands the graphs to the host's ggml-alloc (what the library did before it
+/// had its own allocator); anything else, or unset, uses ours. Read once per process.
+fn use_host_alloc() -> bool {
+    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HOST.get_or_init(|| std::env::var("GGML_RS_ALLOC").is_ok_and(|v| v.trim().eq_ignore_ascii_case("host")))
+}
+
+enum Allocator<R: Rev> {
+    Host(Galloc<R>),
+    Ours(Box<crate::alloc::GraphAlloc<R>>),
+}
+
+impl<R: Rev> Allocator<R> {
+    fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
+        if use_host_alloc() {
+            Ok(Allocator::Host(Galloc::new(bufts)?))
+        } else {
+            Ok(Allocator::Ours(Box::new(crate::alloc::GraphAlloc::new(bufts)?)))
+        }
+    }
+    fn reserve(&mut self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
+        match self {
+            Allocator::Host(h) => h.reserve(g, node_ids, leaf_ids),
+            Allocator::Ours(a) => match a.reserve(g, node_ids, leaf_ids) {
+                Ok(()) => true,
+                Err(e) => {
+                    crate::log_error!(R, "ggml_gallocr_reserve_n", "{}", e);
+                    false
+                }
+            },
+        }
+    }
+    fn alloc_graph(&mut self, g: &mut CGraph<R>) -> bool {
+        match self {
+            Allocator::Host(h) => h.alloc_graph(g),
+            Allocator::Ours(a) => match a.alloc_graph(g) {
+                Ok(fits) => fits,
+                Err(e) => {
+                    crate::log_error!(R, "ggml_gallocr_alloc_graph", "{}", e);
+                    false
+                }
+            },
+        }
+    }
+    fn is_host(&self) -> bool {
+        matches!(self, Allocator::Host(_))
+    }
+    fn buffer_size(&self, id: usize) -> usize {
+        match self {
+            Allocator::Host(h) => h.buffer_size(id),
+            Allocator::Ours(a) => a.buffer_size(id),
+        }
+    }
+}
+
 /// `ggml_hash_size`: the scheduler accepts graphs of up to this many nodes + leafs, as stock.
 fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
     if let Some(f) = R::host().core().hash_size {
@@ -100,7 +156,7 @@ fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
 pub struct Sched<R: Rev> {
     pub(crate) backends: Vec<*mut Backend<R>>,
     pub(crate) bufts: Vec<*mut BufferType<R>>,
-    galloc: Galloc<R>,
+    galloc: Allocator<R>,
     pub(crate) n_copies: usize,
     pub(crate) cur_copy: usize,
     pub(crate) op_offload: bool,
@@ -192,7 +248,7 @@ impl<R: Rev> Sched<R> {
                 }
             }
         }
-        let galloc = Galloc::new(&mut bts)?;
+        let galloc = Allocator::new(&mut bts)?;
         let capacity = hash_capacity::<R>(graph_size);
         let mut s = Box::new(Sched {
             backends: backends.to_vec(),
@@ -271,7 +327,9 @@ impl<R: Rev> Sched<R> {
     }
 
     fn galloc_reserve(&mut self) -> bool {
-        self.reserved_prealloc = self.prealloc_signature();
+        if self.galloc.is_host() {
+            self.reserved_prealloc = self.prealloc_signature();
+        }
         self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids)
     }
 
@@ -304,7 +362,8 @@ impl<R: Rev> Sched<R> {
         };
         let backend_ids_changed = changed(&self.node_backend_ids, &self.prev_node_backend_ids)
             || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids)
-            || self.prealloc_signature() != self.reserved_prealloc;
+            // ours checks each tensor against its plan itself
+            || (self.galloc.is_host() && self.prealloc_signature() != self.reserved_prealloc);
         if backend_ids_changed || !self.galloc.alloc_graph(&mut self.alloc_graph) {
             // a re-allocation may move split inputs: let the backends finish with them first
             // (without sched_synchronize, which could rewind cur_copy)

@@ -1,5 +1,5 @@
 //! Pass 5 and the allocator's graph: splits where the backend changes, copies of split inputs
-//! into the split's backend (one per pipeline copy), and the graph `ggml-alloc` sees (each
+//! into the split's backend (one per pipeline copy), and the graph the allocator sees (each
 //! split's input copies first, so they are allocated at the split's start).
 
 use super::{Sched, Split, SPLIT_INPUTS_SOFT_LIMIT};
@@ -29,7 +29,8 @@ impl<R: Rev> Sched<R> {
     fn split_graph_passes(&mut self, g: &mut CGraph<R>) -> Result<()> {
         // a graph whose sources were already redirected to this scheduler's copies was allocated
         // before; stock would silently read stale copies after a reset
-        for &node in g.nodes() {
+        // (with no copies made, e.g. one backend, there is nothing to look up)
+        for &node in g.nodes().iter().take(if self.arena.is_empty() { 0 } else { usize::MAX }) {
             if obj(node).unwrap().src.iter().any(|&s| !s.is_null() && self.arena.owns(s)) {
                 bail!("graph was already split by this scheduler: build a new graph after sched_reset");
             }
@@ -66,7 +67,7 @@ impl<R: Rev> Sched<R> {
                 self.arena.dup_layout(s, &format!("{}#{}#{}", bname, s.name(), c))
             };
             if self.n_copies > 1 {
-                // inputs and outputs: ggml-alloc must neither share nor reuse their memory
+                // inputs and outputs: the allocator must neither share nor reuse their memory
                 obj_mut(copy).unwrap().flags |= TENSOR_FLAG_INPUT | TENSOR_FLAG_OUTPUT;
             }
             self.ids.set_copy(src, b, c, copy);
@@ -157,7 +158,7 @@ impl<R: Rev> Sched<R> {
         Ok(())
     }
 
-    /// The graph ggml-alloc sees: per split, a view keeping each input's source alive until the
+    /// The graph the allocator sees: per split, a view keeping each input's source alive until the
     /// copy, then the copy itself, then the split's nodes; with pipeline copies, all input copies
     /// as leafs first; then the original leafs.
     fn build_alloc_graph(&mut self, g: &CGraph<R>) {

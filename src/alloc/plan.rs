@@ -1,0 +1,304 @@
+//! Liveness of one graph, decided the way ggml-alloc decides it: which tensors get memory of their
+//! own, which write over a dying parent (in place), and in which order memory is taken and given
+//! back. Offsets are not chosen here (see `place`): the decisions that can change what a kernel
+//! reads (in place or not) are fixed by the graph alone, so any placement that keeps the blocks
+//! alive at the same time apart computes the same bytes.
+
+use crate::abi::vtable::obj;
+use crate::abi::*;
+use crate::error::Result;
+use crate::sched::tensor_map::PtrMap;
+use crate::tensor::same_layout;
+use crate::{bail, ensure};
+
+pub const NONE: u32 = u32::MAX;
+
+/// A piece of memory: one tensor's, or a chain of tensors computed in place over each other.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Block {
+    /// index of the buffer (scheduler backend) the first tensor was allocated for
+    pub buffer_id: usize,
+    /// size padded to the buffer type's alignment
+    pub size: usize,
+    /// first and one-past-last event during which it is live (`end == NONE`: until the graph ends)
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Block {
+    pub fn overlaps(&self, o: &Block) -> bool {
+        self.start < o.end && o.start < self.end
+    }
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    n_children: i32,
+    n_views: i32,
+    allocated: bool,
+    block: u32,
+}
+
+/// Where one tensor of the graph goes, positionally (node i / its source j / leaf i), as
+/// ggml-alloc records it; `block == NONE` for tensors it does not place (views, pre-allocated).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rec {
+    pub block: u32,
+    pub size: usize,
+    /// for a source: the node (or `LEAF | leaf`) of the graph it was at reserve, `NONE` if it
+    /// was neither; a source still found there needs no check or placement of its own
+    pub home: u32,
+}
+
+pub const LEAF: u32 = 1 << 31;
+
+impl Rec {
+    pub const NOTHING: Rec = Rec { block: NONE, size: 0, home: NONE };
+}
+
+/// The buffer types' facts the plan needs: per buffer id, which shared arena (buffer types used
+/// twice share one) and its alignment.
+pub struct Arenas<'a, R: Rev> {
+    pub bufts: &'a [*mut BufferType<R>],
+    pub arena_of: &'a [usize],
+    pub alignment: &'a [usize],
+}
+
+pub fn src_mask<R: Rev>(t: &Tensor<R>) -> u16 {
+    let mut m = 0u16;
+    for (j, &sp) in t.src.iter().enumerate() {
+        m |= (!sp.is_null() as u16) << j;
+    }
+    m
+}
+
+pub fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
+    match obj(buft) {
+        Some(b) => crate::buffer::buft_get_alloc_size(b, t),
+        None => bail!("buffer type is NULL"),
+    }
+}
+
+#[derive(Default)]
+pub struct Plan {
+    pub blocks: Vec<Block>,
+    /// in event order: (block, true = taken / false = given back)
+    pub events: Vec<(u32, bool)>,
+    pub nodes: Vec<Rec>,
+    /// per node, its sources at reserve time: (index j, record)
+    pub srcs: Vec<(u8, Rec)>,
+    pub src_start: Vec<u32>,
+    /// per node, bit j set when it had source j at reserve
+    pub src_mask: Vec<u16>,
+    pub leafs: Vec<Rec>,
+    slots: Vec<Slot>,
+    index: PtrMap<u32>,
+    home: Vec<u32>,
+}
+
+struct Walk<'p, 'a, R: Rev> {
+    plan: &'p mut Plan,
+    arenas: &'p Arenas<'a, R>,
+}
+
+fn tensor<'a, R: Rev>(p: *mut Tensor<R>) -> Result<&'a Tensor<R>> {
+    match obj(p) {
+        Some(t) => Ok(t),
+        None => bail!("graph holds a NULL tensor"),
+    }
+}
+
+impl<R: Rev> Walk<'_, '_, R> {
+    fn slot(&mut self, t: *const Tensor<R>) -> usize {
+        let key = t as usize;
+        if let Some(i) = self.plan.index.get(key) {
+            return i as usize;
+        }
+        let i = self.plan.slots.len();
+        self.plan.slots.push(Slot { block: NONE, ..Slot::default() });
+        self.plan.index.insert(key, i as u32);
+        i
+    }
+
+    fn allocate(&mut self, p: *mut Tensor<R>, buffer_id: i32) -> Result<()> {
+        let t = tensor(p)?;
+        let s = self.slot(p);
+        if !t.data.is_null() || self.plan.slots[s].allocated || !t.view_src.is_null() {
+            return Ok(());
+        }
+        ensure!(buffer_id >= 0 && (buffer_id as usize) < self.arenas.bufts.len(), "tensor '{}' has no buffer to be allocated in", t.name());
+        self.plan.slots[s].allocated = true;
+        if R::INPLACE_OPS.contains(&t.op) {
+            for &pp in t.src.iter() {
+                let Some(parent) = obj(pp) else { continue };
+                let ps = self.slot(pp);
+                let pslot = self.plan.slots[ps];
+                // only memory this plan owns can be handed on (views never own any)
+                if !pslot.allocated || !parent.view_src.is_null() {
+                    continue;
+                }
+                if parent.flags & TENSOR_FLAG_OUTPUT != 0 || !same_layout(t, parent) {
+                    continue;
+                }
+                if pslot.n_children == 1 && pslot.n_views == 0 {
+                    self.plan.slots[s].block = pslot.block;
+                    self.plan.slots[ps].allocated = false;
+                    return Ok(());
+                }
+            }
+        }
+        let b = buffer_id as usize;
+        let align = self.arenas.alignment[self.arenas.arena_of[b]];
+        let size = alloc_size(self.arenas.bufts[b], t)?.div_ceil(align) * align;
+        let id = self.plan.blocks.len() as u32;
+        self.plan.blocks.push(Block { buffer_id: b, size, start: self.plan.events.len() as u32, end: NONE });
+        self.plan.events.push((id, true));
+        self.plan.slots[s].block = id;
+        Ok(())
+    }
+
+    fn free(&mut self, p: *mut Tensor<R>, s: usize) {
+        // graph outputs are never given back
+        if obj(p).is_some_and(|t| t.flags & TENSOR_FLAG_OUTPUT != 0) {
+            return;
+        }
+        let slot = &mut self.plan.slots[s];
+        slot.allocated = false;
+        let b = slot.block;
+        if b != NONE {
+            self.plan.blocks[b as usize].end = self.plan.events.len() as u32 + 1;
+            self.plan.events.push((b, false));
+        }
+    }
+
+    fn record(&mut self, p: *mut Tensor<R>) -> Result<Rec> {
+        let t = tensor(p)?;
+        if !t.view_src.is_null() || !t.data.is_null() {
+            return Ok(Rec::NOTHING);
+        }
+        let s = self.slot(p);
+        let block = self.plan.slots[s].block;
+        ensure!(block != NONE, "tensor '{}' was never allocated", t.name());
+        let size = alloc_size(self.arenas.bufts[self.plan.blocks[block as usize].buffer_id], t)?;
+        Ok(Rec { block, size, home: NONE })
+    }
+}
+
+impl Plan {
+    /// Walks `nodes` / `leafs` (with the buffer id of each) as ggml-alloc's reserve does.
+    pub fn build<R: Rev>(
+        &mut self,
+        arenas: &Arenas<'_, R>,
+        nodes: &[*mut Tensor<R>],
+        leafs: &[*mut Tensor<R>],
+        node_ids: &[i32],
+        leaf_ids: &[i32],
+    ) -> Result<()> {
+        self.blocks.clear();
+        self.events.clear();
+        self.slots.clear();
+        self.index.clear();
+        self.nodes.clear();
+        self.srcs.clear();
+        self.src_start.clear();
+        self.src_mask.clear();
+        self.leafs.clear();
+        let id = |ids: &[i32], i: usize| ids.get(i).copied().unwrap_or(0);
+        let mut w = Walk { plan: self, arenas };
+
+        // leafs first: the application may use them outside the graph too
+        for (i, &leaf) in leafs.iter().enumerate() {
+            w.allocate(leaf, id(leaf_ids, i))?;
+        }
+        // consumers and views of each tensor; graph inputs are allocated up front so that
+        // nothing computed before their use can land on them
+        for (i, &np) in nodes.iter().enumerate() {
+            let node = tensor(np)?;
+            // an OP_NONE view is the scheduler's way to keep its source alive, not a consumer
+            if !node.view_src.is_null() && node.op != R::OPS.none {
+                let v = w.slot(node.view_src);
+                w.plan.slots[v].n_views += 1;
+            }
+            if node.flags & TENSOR_FLAG_INPUT != 0 {
+                w.allocate(np, id(node_ids, i))?;
+            }
+            for &sp in node.src.iter() {
+                let Some(src) = obj(sp) else { continue };
+                let s = w.slot(sp);
+                w.plan.slots[s].n_children += 1;
+                if src.flags & TENSOR_FLAG_INPUT != 0 {
+                    w.allocate(sp, id(node_ids, i))?;
+                }
+            }
+        }
+        for (i, &np) in nodes.iter().enumerate() {
+            let node = tensor(np)?;
+            let b = id(node_ids, i);
+            for &sp in node.src.iter() {
+                if !sp.is_null() {
+                    w.allocate(sp, b)?;
+                }
+            }
+            w.allocate(np, b)?;
+            for &sp in node.src.iter() {
+                let Some(src) = obj(sp) else { continue };
+                let s = w.slot(sp);
+                w.plan.slots[s].n_children -= 1;
+                let slot = w.plan.slots[s];
+                if slot.n_children != 0 || slot.n_views != 0 {
+                    continue;
+                }
+                if !src.view_src.is_null() {
+                    let v = w.slot(src.view_src);
+                    w.plan.slots[v].n_views -= 1;
+                    let vs = w.plan.slots[v];
+                    if vs.n_views == 0 && vs.n_children == 0 && vs.allocated {
+                        w.free(src.view_src, v);
+                    }
+                } else if slot.allocated {
+                    w.free(sp, s);
+                }
+            }
+        }
+
+        // what alloc_graph needs, positionally
+        w.plan.home.clear();
+        let homes = nodes.iter().enumerate().map(|(k, &p)| (p, k as u32));
+        let homes = homes.chain(leafs.iter().enumerate().map(|(l, &p)| (p, LEAF | l as u32))).collect::<Vec<_>>();
+        for &(p, h) in homes.iter().rev() {
+            let s = w.slot(p);
+            if s >= w.plan.home.len() {
+                w.plan.home.resize(s + 1, NONE);
+            }
+            w.plan.home[s] = h;
+        }
+        for &np in nodes {
+            let rec = w.record(np)?;
+            w.plan.nodes.push(rec);
+            w.plan.src_start.push(w.plan.srcs.len() as u32);
+            let node = tensor(np)?;
+            w.plan.src_mask.push(src_mask(node));
+            for (j, &sp) in node.src.iter().enumerate() {
+                if sp.is_null() {
+                    continue;
+                }
+                let mut rec = w.record(sp)?;
+                let s = w.slot(sp);
+                rec.home = w.plan.home.get(s).copied().unwrap_or(NONE);
+                w.plan.srcs.push((j as u8, rec));
+            }
+        }
+        w.plan.src_start.push(w.plan.srcs.len() as u32);
+        for &lp in leafs {
+            let rec = w.record(lp)?;
+            w.plan.leafs.push(rec);
+        }
+        Ok(())
+    }
+
+    /// The records of node `i`'s sources at reserve, in increasing `j`.
+    pub fn srcs_of(&self, i: usize) -> &[(u8, Rec)] {
+        let (a, b) = (self.src_start[i] as usize, self.src_start[i + 1] as usize);
+        &self.srcs[a..b]
+    }
+}
