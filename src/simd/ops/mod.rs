@@ -43,3 +43,6 @@ pub fn same_shape(a: &Raw, b: &Raw) -> bool {
 pub fn param_f32(params: &[i32], i: usize) -> f32 {
     f32::from_bits(params[i] as u32)
 }
+
+#[cfg(test)]
+mod in_place_tests;
