@@ -132,14 +132,13 @@ pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
     let n0 = dst.ne[0];
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
-        let mut k = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
-        for i0 in 0..n0 {
+        let first = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
+        for (i0, k) in (first..first + n0).enumerate() {
             let j0 = k % src.ne[0];
             let j1 = (k / src.ne[0]) % src.ne[1];
             let j2 = (k / (src.ne[0] * src.ne[1])) % src.ne[2];
             let j3 = k / (src.ne[0] * src.ne[1] * src.ne[2]);
             dst.write_f32(i0, i1, i2, i3, src.read_f32(j0, j1, j2, j3));
-            k += 1;
         }
     })
 }

@@ -32,17 +32,17 @@ pub fn supports(d: &Raw, a: &Raw, b: Option<&Raw>) -> bool {
     };
     let wt_align = if w == WType::F32 { 4 } else { 2 };
     a.nb[0] == w.block_bytes()
-        && a.ne[0] % w.block_len() == 0
-        && a.nb[1] % wt_align == 0
+        && a.ne[0].is_multiple_of(w.block_len())
+        && a.nb[1].is_multiple_of(wt_align)
         && b.nb[0] == elem_b
         && b.ne[0] == a.ne[0]
         && a.ne[2] > 0
         && a.ne[3] > 0
-        && b.ne[2] % a.ne[2] == 0
-        && b.ne[3] % a.ne[3] == 0
+        && b.ne[2].is_multiple_of(a.ne[2])
+        && b.ne[3].is_multiple_of(a.ne[3])
         && d.ty == F32
         && d.nb[0] == 4
-        && d.nb[1] % 4 == 0
+        && d.nb[1].is_multiple_of(4)
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]
 }
 
@@ -94,7 +94,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // round trip for quantized weights, F16 for F16 weights), so that both backends multiply the
     // same numbers and differ only in summation order.
     let round = matmul::use_gemm(w, n) && w != WType::F32;
-    let direct = b.ty == F32 && b.nb[1] % 4 == 0 && !round;
+    let direct = b.ty == F32 && b.nb[1].is_multiple_of(4) && !round;
     let mut converted: Vec<f32> = if direct { Vec::new() } else { vec![0f32; batches.len() * n * k] };
     if !direct {
         // rows are converted (and rounded) in parallel, each row by one thread
