@@ -80,6 +80,9 @@ thread_local! {
     static PREPARED: RefCell<Vec<QuantizedActs>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Multiply-adds below which a product runs on the calling thread alone.
+const SERIAL_MACS: usize = 64 * 1024;
+
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let w = wtype(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
@@ -181,7 +184,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         .collect();
     let next = AtomicUsize::new(0);
 
-    let ok = s.run(&|_ith, _nth| {
+    let work = |_ith: usize, _nth: usize| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             loop {
@@ -195,7 +198,15 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
                 matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
             }
         })
-    });
+    };
+    // a product this small (decode's per-head KQ / KQV at short contexts) takes less time than
+    // waking the other threads and waiting for the slowest: compute it here, chunk by chunk as
+    // the pool would (each output's arithmetic does not depend on which thread computes it)
+    let ok = if batches.len() * m * n * k < SERIAL_MACS {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok()
+    } else {
+        s.run(&work)
+    };
     drop(chunks);
     PREPARED.with(|p| *p.borrow_mut() = quantized);
     ok
