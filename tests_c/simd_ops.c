@@ -242,13 +242,34 @@ int main(void) {
     {   /* F16 mask, odd rows (scalar tail), and a scale that spreads x - max over [-300, 0] */
         ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 67, 11, 8, 1), * m = t4(c, C(TYPE_F16), 67, 16, 1, 1);
         check("soft_max_ext f16 mask alibi wide", c, G(soft_max_ext)(c, a, m, 150.0f, 8.0f), bitwise_or(EXACT)); }
-    for (int mode = 0; mode <= 2; mode += 2) {
+    /* in place (dst is a view of src, as ggml's *_inplace builders make it), on an intermediate
+       result and on a leaf; the SIMD kernels must not treat the two as separate memory */
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 33, 7, 3, 2), * b = t4(c, C(TYPE_F32), 33, 1, 3, 1);
+        check("add_inplace broadcast", c, G(add_inplace)(c, G(scale)(c, a, 1.5f), b), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 40, 1, 1), * b = t4(c, C(TYPE_F32), 576, 1, 1, 1);
+        check("mul_inplace threaded", c, G(mul_inplace)(c, a, b), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 40, 1, 1);
+        check("add_inplace of itself", c, G(add_inplace)(c, a, a), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 40, 1, 1);
+        check("scale_inplace, sqr_inplace", c, G(sqr_inplace)(c, G(scale_inplace)(c, a, 0.37f)), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1537, 13, 1, 1);
+        check("silu_inplace", c, G(silu_inplace)(c, G(scale)(c, a, 8.0f)), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 1536, 13, 1, 1);
+        check("gelu_inplace", c, G(gelu_inplace)(c, G(scale)(c, a, 12.0f)), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 576, 40, 1, 1);
+        check("norm_inplace, rms_norm_inplace", c, G(rms_norm_inplace)(c, G(norm_inplace)(c, a, 1e-5f), 1e-6f), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 67, 40, 9, 1);
+        check("soft_max_inplace", c, G(soft_max_inplace)(c, G(scale)(c, a, 4.0f)), bitwise_or(EXACT)); }
+    {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 6, 5, 1), * x = G(scale)(c, a, 2.0f);
+        check("cpy onto itself", c, G(scale)(c, G(cpy)(c, x, x), 3.0f), bitwise_or(EXACT)); }
+    for (int rcase = 0; rcase < 4; rcase++) {
+        int mode = (rcase & 1) * 2, inplace = rcase >> 1;
         ctx_t * c = new_ctx();
         tensor_t * a = t4(c, C(TYPE_F32), 64, 9, 7, 1);
         tensor_t * pos = G(new_tensor_1d)(c, C(TYPE_I32), 7);
-        tensor_t * r = G(rope_ext)(c, a, pos, NULL, 48, mode, 8192, 100000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
+        tensor_t * r = (inplace ? G(rope_ext_inplace) : G(rope_ext))(c, a, pos, NULL, 48, mode, 8192, 100000.0f, 1.0f, 0.0f, 1.0f, 32.0f, 1.0f);
         /* positions are set after allocation, so this case runs the comparison itself */
-        snprintf(name, sizeof name, "rope mode %d", mode);
+        snprintf(name, sizeof name, "rope%s mode %d", inplace ? "_inplace" : "", mode);
         n_cases++;
         struct G(cgraph) * g = G(new_graph)(c);
         G(build_forward_expand)(g, r);

@@ -32,6 +32,12 @@ unsafe impl<R: Rev> Send for SimdStatics<R> {}
 // SAFETY: as above.
 unsafe impl<R: Rev> Sync for SimdStatics<R> {}
 
+impl<R: Rev> Default for SimdStatics<R> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<R: Rev> SimdStatics<R> {
     pub fn new() -> Self {
         let dev = Box::into_raw(Box::new(Device {

@@ -4,6 +4,13 @@
 //! where a kernel needs them, an allocated `data`), and splits each node's output rows between
 //! threads so that no two threads write the same row. Under those two rules, handing out row
 //! slices from raw pointers is sound; this module is where that is done.
+//!
+//! A third rule covers in-place ops (`ggml_add_inplace`, `ggml_soft_max_inplace`, a CPY onto
+//! itself...), whose destination is a view of a source: a shared slice and a mutable slice over
+//! the same bytes must never exist at once. Each op asks [`alias`] how its destination relates to
+//! each source; `Same` rows are computed through the one mutable row ([`with_row`] hands kernels
+//! that need a separate source a per-thread copy of it), and a source that merely `Overlap`s the
+//! destination is [`Detached`] (copied whole) before any thread starts.
 
 use crate::abi::{Rev, Tensor};
 
@@ -171,4 +178,92 @@ impl Raw {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts_mut(self.data.add(offset) as *mut f32, len) }
     }
+}
+
+/// How an op's destination lies relative to one of its sources.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Alias {
+    /// disjoint bytes
+    Apart,
+    /// the same tensor: same address, shape and strides (an in-place op)
+    Same,
+    /// any other sharing of bytes
+    Overlap,
+}
+
+impl Raw {
+    /// Bytes from `data` to one past the last element (strides are non-negative in ggml).
+    fn extent(&self) -> usize {
+        if self.nelements() == 0 {
+            return 0;
+        }
+        let last: usize = (0..4).map(|i| (self.ne[i] - 1) * self.nb[i]).sum();
+        last + self.nb[0].max(if self.ty == F16 { 2 } else { 4 })
+    }
+}
+
+/// How `dst` and `src` share memory (see the module doc).
+pub fn alias(dst: &Raw, src: &Raw) -> Alias {
+    let (d, s) = (dst.data as usize, src.data as usize);
+    let (de, se) = (dst.extent(), src.extent());
+    if de == 0 || se == 0 || d + de <= s || s + se <= d {
+        Alias::Apart
+    } else if d == s && dst.ne == src.ne && dst.nb == src.nb && dst.ty == src.ty {
+        Alias::Same
+    } else {
+        Alias::Overlap
+    }
+}
+
+/// A private copy of a source's bytes, for an op whose destination overlaps that source without
+/// being it; `raw` views the copy with the source's shape and strides, and lives as long as this.
+pub struct Detached {
+    _buf: Vec<f32>,
+    pub raw: Raw,
+}
+
+impl Detached {
+    pub fn of(src: &Raw) -> Detached {
+        let len = src.extent();
+        // f32 storage, so rows of the copy keep the 4-byte alignment `row_f32` relies on
+        let mut buf = vec![0f32; len.div_ceil(4)];
+        // SAFETY: `src` is valid for `len` bytes (its extent); `buf` is a fresh allocation of at
+        // least `len` bytes, so the ranges cannot overlap; no thread writes `src` while the op has
+        // not started.
+        unsafe { std::ptr::copy_nonoverlapping(src.data as *const u8, buf.as_mut_ptr() as *mut u8, len) };
+        let raw = Raw { data: buf.as_mut_ptr() as *mut u8, ..*src };
+        Detached { _buf: buf, raw }
+    }
+
+    /// `src` itself when it does not overlap `dst` (or is it), else a detached copy.
+    pub fn unless_apart(dst: &Raw, src: Raw) -> (Option<Detached>, Raw) {
+        if alias(dst, &src) == Alias::Overlap {
+            let d = Detached::of(&src);
+            let raw = d.raw;
+            (Some(d), raw)
+        } else {
+            (None, src)
+        }
+    }
+}
+
+thread_local! {
+    /// a copy of the row being computed in place, for kernels that take a separate source
+    static ROW_COPY: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// `f(source row, destination row)` for row (i1, i2, i3) of a row-local op on F32 rows. With
+/// `in_place` (`alias` said `Same`) the destination row is the only view made of those bytes and
+/// the source handed to `f` is a copy of it.
+pub fn with_row(dst: &Raw, src: &Raw, in_place: bool, (i1, i2, i3): (usize, usize, usize), f: impl FnOnce(&[f32], &mut [f32])) {
+    let d = dst.row_f32_mut(i1, i2, i3);
+    if !in_place {
+        return f(src.row_f32(i1, i2, i3), d);
+    }
+    ROW_COPY.with(|c| {
+        let mut c = c.borrow_mut();
+        c.clear();
+        c.extend_from_slice(d);
+        f(&c, d)
+    })
 }

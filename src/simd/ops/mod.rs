@@ -32,7 +32,7 @@ pub fn for_rows(s: &Session, n: usize, elements: usize, f: impl Fn(usize) + Sync
 
 /// `ggml_can_repeat(b, a)`: b's shape tiles a's.
 pub fn can_repeat(b: &Raw, a: &Raw) -> bool {
-    (0..4).all(|i| b.ne[i] != 0 && a.ne[i] % b.ne[i] == 0)
+    (0..4).all(|i| b.ne[i] != 0 && a.ne[i].is_multiple_of(b.ne[i]))
 }
 
 pub fn same_shape(a: &Raw, b: &Raw) -> bool {
@@ -43,3 +43,6 @@ pub fn same_shape(a: &Raw, b: &Raw) -> bool {
 pub fn param_f32(params: &[i32], i: usize) -> f32 {
     f32::from_bits(params[i] as u32)
 }
+
+#[cfg(test)]
+mod in_place_tests;

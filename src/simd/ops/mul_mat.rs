@@ -32,17 +32,17 @@ pub fn supports(d: &Raw, a: &Raw, b: Option<&Raw>) -> bool {
     };
     let wt_align = if w == WType::F32 { 4 } else { 2 };
     a.nb[0] == w.block_bytes()
-        && a.ne[0] % w.block_len() == 0
-        && a.nb[1] % wt_align == 0
+        && a.ne[0].is_multiple_of(w.block_len())
+        && a.nb[1].is_multiple_of(wt_align)
         && b.nb[0] == elem_b
         && b.ne[0] == a.ne[0]
         && a.ne[2] > 0
         && a.ne[3] > 0
-        && b.ne[2] % a.ne[2] == 0
-        && b.ne[3] % a.ne[3] == 0
+        && b.ne[2].is_multiple_of(a.ne[2])
+        && b.ne[3].is_multiple_of(a.ne[3])
         && d.ty == F32
         && d.nb[0] == 4
-        && d.nb[1] % 4 == 0
+        && d.nb[1].is_multiple_of(4)
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]
 }
 
@@ -80,6 +80,9 @@ thread_local! {
     static PREPARED: RefCell<Vec<QuantizedActs>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Multiply-adds below which a product runs on the calling thread alone.
+const SERIAL_MACS: usize = 64 * 1024;
+
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let w = wtype(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
@@ -94,7 +97,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // round trip for quantized weights, F16 for F16 weights), so that both backends multiply the
     // same numbers and differ only in summation order.
     let round = matmul::use_gemm(w, n) && w != WType::F32;
-    let direct = b.ty == F32 && b.nb[1] % 4 == 0 && !round;
+    let direct = b.ty == F32 && b.nb[1].is_multiple_of(4) && !round;
     let mut converted: Vec<f32> = if direct { Vec::new() } else { vec![0f32; batches.len() * n * k] };
     if !direct {
         // rows are converted (and rounded) in parallel, each row by one thread
@@ -181,7 +184,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         .collect();
     let next = AtomicUsize::new(0);
 
-    let ok = s.run(&|_ith, _nth| {
+    let work = |_ith: usize, _nth: usize| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             loop {
@@ -195,7 +198,15 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
                 matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
             }
         })
-    });
+    };
+    // a product this small (decode's per-head KQ / KQV at short contexts) takes less time than
+    // waking the other threads and waiting for the slowest: compute it here, chunk by chunk as
+    // the pool would (each output's arithmetic does not depend on which thread computes it)
+    let ok = if batches.len() * m * n * k < SERIAL_MACS {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok()
+    } else {
+        s.run(&work)
+    };
     drop(chunks);
     PREPARED.with(|p| *p.borrow_mut() = quantized);
     ok

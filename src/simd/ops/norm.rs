@@ -1,21 +1,26 @@
 //! NORM (layer norm) and RMS_NORM over rows, with ggml's double-precision sums.
 
+use super::elementwise::map_row;
 use super::{for_rows, Raw, Session};
+use crate::simd::tensor::{alias, Alias, Detached};
 
 pub fn norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
+    let (_a_copy, a) = Detached::unless_apart(&dst, a);
+    let in_place = alias(&dst, &a) == Alias::Same;
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
-        let x = a.row_f32(i1, i2, i3);
+        // in place, the sums read the destination row before anything is written to it
+        let x = (!in_place).then(|| a.row_f32(i1, i2, i3));
         let d = dst.row_f32_mut(i1, i2, i3);
-        let n = x.len();
-        let sum: f64 = x.iter().map(|&v| v as f64).sum();
+        let n = d.len();
+        let sum: f64 = x.unwrap_or(&*d).iter().map(|&v| v as f64).sum();
         let mean = (sum / n as f64) as f32;
         let mut sum2 = 0f64;
-        for i in 0..n {
-            let v = x[i] - mean;
-            d[i] = v;
+        map_row(d, x, |_, x| {
+            let v = x - mean;
             sum2 += (v * v) as f64;
-        }
+            v
+        });
         let variance = (sum2 / n as f64) as f32;
         let scale = 1.0 / (variance + eps).sqrt();
         d.iter_mut().for_each(|v| *v *= scale);
@@ -23,13 +28,15 @@ pub fn norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
 }
 
 pub fn rms_norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
+    let (_a_copy, a) = Detached::unless_apart(&dst, a);
+    let in_place = alias(&dst, &a) == Alias::Same;
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
-        let x = a.row_f32(i1, i2, i3);
+        let x = (!in_place).then(|| a.row_f32(i1, i2, i3));
         let d = dst.row_f32_mut(i1, i2, i3);
-        let sum: f64 = x.iter().map(|&v| (v * v) as f64).sum();
-        let mean = (sum / x.len() as f64) as f32;
+        let sum: f64 = x.unwrap_or(&*d).iter().map(|&v| (v * v) as f64).sum();
+        let mean = (sum / d.len() as f64) as f32;
         let scale = 1.0 / (mean + eps).sqrt();
-        d.iter_mut().zip(x).for_each(|(d, &v)| *d = v * scale);
+        map_row(d, x, |_, v| v * scale);
     })
 }

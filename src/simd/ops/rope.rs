@@ -3,6 +3,7 @@
 
 use super::{for_rows, param_f32, Raw, Session};
 use crate::simd::cpu_features::{simd_level, SimdLevel};
+use crate::simd::tensor::{alias, with_row, Alias, Detached};
 
 pub const MODE_NEOX: i32 = 2;
 
@@ -58,17 +59,24 @@ fn yarn(theta_extrap: f32, p: &RopeParams, corr: &[f32; 2], i0: usize) -> (f32, 
 }
 
 /// Rotates the first `n_dims` values of one row by the position's table and copies the rest.
+/// `contract`: the products are fused as a C compiler contracts them; without it each product is
+/// rounded (ggml-cpu's normal-mode loop when dst is src, see [`rope`]).
 #[inline(always)]
-fn rotate(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+fn rotate(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool) {
     let mut i0 = 0;
     while i0 < n_dims {
         let (c, sn) = (cache[i0], cache[i0 + 1]);
         let (j0, j1) = if neox { (i0 / 2, i0 / 2 + n_dims / 2) } else { (i0, i0 + 1) };
         let (x0, x1) = (x[j0], x[j1]);
-        // the fused forms a C compiler contracts ggml's `x0*c - x1*s` / `x0*s + x1*c` to
-        // when FMA is available (GCC and clang do by default): same bits as ggml-cpu
-        d[j0] = x0.mul_add(c, -(x1 * sn));
-        d[j1] = x0.mul_add(sn, x1 * c);
+        if contract {
+            // the fused forms a C compiler contracts ggml's `x0*c - x1*s` / `x0*s + x1*c` to
+            // when FMA is available (GCC and clang do by default): same bits as ggml-cpu
+            d[j0] = x0.mul_add(c, -(x1 * sn));
+            d[j1] = x0.mul_add(sn, x1 * c);
+        } else {
+            d[j0] = x0 * c - x1 * sn;
+            d[j1] = x0 * sn + x1 * c;
+        }
         i0 += 2;
     }
     d[n_dims..].copy_from_slice(&x[n_dims..]);
@@ -78,8 +86,8 @@ fn rotate(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
 /// `fmaf` (same result, several times faster).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn rotate_fma(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
-    rotate(x, d, cache, n_dims, neox)
+fn rotate_fma(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool) {
+    rotate(x, d, cache, n_dims, neox, contract)
 }
 
 /// `dst` and `a` are [head_dim, n_head, n_tokens, 1]; `pos` holds one I32 position per token.
@@ -90,6 +98,13 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
     let neox = p.mode & MODE_NEOX != 0;
     // one task per (token, batch): the cos/sin table depends only on the position
     let n_tasks = a.ne[2] * a.ne[3];
+    let (_a_copy, a) = Detached::unless_apart(&dst, a);
+    let in_place = alias(&dst, &a) == Alias::Same;
+    // ggml-cpu's x86 build (GCC) vectorizes the normal-mode pair loop with fused multiply-adds,
+    // guarded by a runtime check that dst and src do not overlap; in place it runs the fallback
+    // loop, which GCC compiles with rounded products (mul, mul, addsub). NeoX mode is fused both
+    // ways. Matching that keeps in-place ROPE bit-identical to the host too.
+    let contract = !(in_place && !neox && cfg!(target_arch = "x86_64"));
     for_rows(s, n_tasks, dst.nelements(), |t| {
         let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
         let position = pos.read_i32(i2, 0, 0, 0) as f32;
@@ -106,16 +121,16 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
         }
         let fused = simd_level() == SimdLevel::Avx2;
         for i1 in 0..a.ne[1] {
-            let x = a.row_f32(i1, i2, i3);
-            let d = dst.row_f32_mut(i1, i2, i3);
-            #[cfg(target_arch = "x86_64")]
-            if fused {
-                // SAFETY: the Avx2 level is only reported when FMA was detected at runtime.
-                unsafe { rotate_fma(x, d, &cache, p.n_dims, neox) };
-                continue;
-            }
-            let _ = fused;
-            rotate(x, d, &cache, p.n_dims, neox);
+            with_row(&dst, &a, in_place, (i1, i2, i3), |x, d| {
+                #[cfg(target_arch = "x86_64")]
+                if fused {
+                    // SAFETY: the Avx2 level is only reported when FMA was detected at runtime.
+                    unsafe { rotate_fma(x, d, &cache, p.n_dims, neox, contract) };
+                    return;
+                }
+                let _ = fused;
+                rotate(x, d, &cache, p.n_dims, neox, contract);
+            });
         }
     })
 }

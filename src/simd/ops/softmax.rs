@@ -3,17 +3,20 @@
 
 use super::{for_rows, Raw, Session};
 use crate::simd::softmax_row::{soft_max_row, Mask};
-use crate::simd::tensor::{F16, F32};
+use crate::simd::tensor::{alias, with_row, Alias, Detached, F16, F32};
 
 pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, max_bias: f32) -> bool {
     let n_head = a.ne[2] as u32;
     let n_head_log2 = if n_head == 0 { 0 } else { 1u32 << (31 - n_head.leading_zeros()) };
     let m0 = 2f32.powf(-max_bias / n_head_log2.max(1) as f32);
     let m1 = 2f32.powf(-(max_bias / 2.0) / n_head_log2.max(1) as f32);
+    let (_a_copy, a) = Detached::unless_apart(&dst, a);
+    let in_place = alias(&dst, &a) == Alias::Same;
+    // mask rows are broadcast, so any sharing with dst gets a private copy
+    let mask_copy = mask.filter(|m| alias(&dst, m) != Alias::Apart).map(|m| Detached::of(&m));
+    let mask = mask_copy.as_ref().map(|c| c.raw).or(mask);
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
-        let x = a.row_f32(i1, i2, i3);
-        let d = dst.row_f32_mut(i1, i2, i3);
         let h = i2 as u32;
         // powf, not powi: ggml calls powf, and repeated multiplication rounds differently
         let slope = if max_bias > 0.0 {
@@ -25,7 +28,7 @@ pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, ma
         } else {
             1.0
         };
-        let n = x.len();
+        let n = a.ne[0];
         let gathered: Vec<f32>;
         let mask = match &mask {
             None => Mask::None,
@@ -42,6 +45,6 @@ pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, ma
                 }
             }
         };
-        soft_max_row(x, d, mask, scale, slope);
+        with_row(&dst, &a, in_place, (i1, i2, i3), |x, d| soft_max_row(x, d, mask, scale, slope));
     })
 }
