@@ -103,17 +103,23 @@ echo "answer: $our_answer"
 echo
 kib2mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3fx", a / b }'; }
-printf "%-34s %14s %14s %10s\n" "" "stock" "ours" "ours/stock"
-row() { printf "%-34s %14s %14s %10s\n" "$1" "$2" "$3" "$(ratio "$3" "$2")"; }
-row "whisper encode ms" "$(field "$W" RESULT encode_ms)" "$(field "$mine" WHISPER encode_ms)"
-row "whisper total ms" "$(field "$W" RESULT total_ms)" "$(field "$mine" WHISPER total_ms)"
+printf "%-34s %14s %14s %12s\n" "" "stock" "ours" "vs stock"
+# row <what> <stock> <ours> [less]: the ratio is > 1 when ours is better (faster, or with "less"
+# smaller: milliseconds, memory)
+row() {
+  local r
+  if [[ "${4:-}" == less ]]; then r="$(ratio "$2" "$3")"; else r="$(ratio "$3" "$2")"; fi
+  printf "%-34s %14s %14s %12s\n" "$1" "$2" "$3" "$r"
+}
+echo "(vs stock > 1: ours faster / smaller)"
+row "whisper encode ms" "$(field "$W" RESULT encode_ms)" "$(field "$mine" WHISPER encode_ms)" less
+row "whisper total ms" "$(field "$W" RESULT total_ms)" "$(field "$mine" WHISPER total_ms)" less
 row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$(field "$L" RESULT prompt_tps)" "$(field "$mine" LLAMA prompt_tps)"
 row "llama generation tok/s ($N_GEN tok)" "$(field "$L" RESULT gen_tps)" "$(field "$mine" LLAMA gen_tps)"
 sw="$(field "$W" RESULT peak_rss_kb)" sl="$(field "$L" RESULT peak_rss_kb)"
-smax=$((sw > sl ? sw : sl))
-row "peak RSS MiB" "$(kib2mib "$smax")" "$(kib2mib "$(field "$mine" ASSISTANT peak_rss_kb)")"
-echo "(stock peak RSS: whisper $(kib2mib "$sw") MiB, llama $(kib2mib "$sl") MiB, one process each, the larger shown;"
-echo " ours holds both models at once. Single run: timings vary +-15-20 % on a shared machine.)"
+row "peak RSS MiB (both models)" "$(kib2mib $((sw + sl)))" "$(kib2mib "$(field "$mine" ASSISTANT peak_rss_kb)")" less
+echo "(stock: two processes, whisper $(kib2mib "$sw") + llama $(kib2mib "$sl") MiB; ours: one process holding both"
+echo " models at once. Single run: timings vary +-15-20 % on a shared machine, see scripts/bench.sh.)"
 echo "loggers: each prefix's log lines reach only its own host's logger: $(field "$mine" ASSISTANT loggers)"
 if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.txt" || true; fi
 if ((identical)); then

@@ -15,6 +15,7 @@
 //   WHISPER mode=.. (whisper_report_print)   LLAMA mode=.. (llama_report_print)
 //   ASSISTANT mode=.. peak_rss_kb=.. loggers=<ok|FAIL|unchecked> whisper_splits=.. whisper_simd_splits=..
 //             llama_splits=.. llama_simd_splits=..   (splits: printed with <P>GGML_SCHED_DEBUG=1)
+//             wsp_devices=<name,..> lm_devices=<name,..>   (each prefix's registry)
 //
 // usage: assistant --whisper-model M --wav WAV --llama-model M [--whisper-out F] [--llama-out F]
 //                  [-t THREADS=2] [--max-tokens N=0] [-p N_PROMPT_MAX=256] [-n N_GEN=32]
@@ -117,9 +118,9 @@ int main(int argc, char ** argv) {
         struct rusage ru = {};
         getrusage(RUSAGE_SELF, &ru);
         printf("ASSISTANT mode=%s peak_rss_kb=%ld loggers=%s whisper_splits=%d whisper_simd_splits=%d "
-               "llama_splits=%d llama_simd_splits=%d\n",
+               "llama_splits=%d llama_simd_splits=%d wsp_devices=%s lm_devices=%s\n",
                GGML_RS_HOST_MODE, (long) ru.ru_maxrss, loggers, wrep.sched_splits, wrep.simd_splits, lrep.sched_splits,
-               lrep.simd_splits);
+               lrep.simd_splits, whisper_registry_devices().c_str(), llama_registry_devices().c_str());
         fflush(stdout);
     }
     llama_session_close(ls);

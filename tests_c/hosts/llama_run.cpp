@@ -294,6 +294,15 @@ int llama_session_probe_logger(llama_session * s) {
     return s->ls.lines - before;
 }
 
+std::string llama_registry_devices() {
+    std::string names;
+    for (size_t i = 0; i < lm_ggml_backend_dev_count(); ++i) {
+        if (i) names += ',';
+        names += lm_ggml_backend_dev_name(lm_ggml_backend_dev_get(i));
+    }
+    return names;
+}
+
 void llama_session_close(llama_session * s) {
     if (!s) return;
     if (s->ctx) llama_free(s->ctx);

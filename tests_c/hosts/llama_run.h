@@ -52,6 +52,9 @@ int llama_session_lines_logged(const llama_session * s);
 // Calls one lm_ggml_backend function with bad input (logged by this library; stock would crash,
 // so never with a stock build) and returns how many lines that added to this session's logger.
 int llama_session_probe_logger(llama_session * s);
+// The lm_ggml_backend registry's devices, by name, comma-separated: with both hosts in one
+// process each prefix must still see only its own host's devices.
+std::string llama_registry_devices();
 void llama_session_close(llama_session * s);
 
 // The system turn of the chat prompt (llama_prompt::chat).

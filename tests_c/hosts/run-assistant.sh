@@ -100,9 +100,20 @@ case "$what" in
       ok=1
       same whisper "$out/whisper_stock.bin" "$out/whisper_$mode.bin" "$mode transcript" || ok=0
       same llama "$out/llama_stock.bin" "$out/llama_$mode.bin" "$mode answer" || ok=0
+      line="$(grep '^ASSISTANT ' "$log")"
+      get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
+      # each registry holds its own host's devices: both hosts register only their CPU backend
+      # (+ this library's SIMD with GGML_RS_SIMD=1)
+      want=CPU
+      [[ "${ASSISTANT_SIMD:-0}" == 1 ]] && want=CPU,SIMD
+      for p in wsp lm; do
+        devs="$(get ${p}_devices)"
+        if [[ "$(tr ',' '\n' <<<"$devs" | sort | paste -sd,)" != "$want" ]]; then
+          echo "FAIL: $mode: the ${p}_ registry lists '$devs', want $want" >&2
+          ok=0
+        fi
+      done
       if [[ "${ASSISTANT_SIMD:-0}" == 1 ]]; then
-        line="$(grep '^ASSISTANT ' "$log")"
-        get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$line"; }
         for h in whisper llama; do
           n="$(get ${h}_splits)" k="$(get ${h}_simd_splits)"
           if [[ -z "$n" || "$n" == 0 || "$n" != "$k" ]]; then

@@ -234,6 +234,15 @@ int whisper_session_probe_logger(whisper_session * s) {
     return s->ls.lines - before;
 }
 
+std::string whisper_registry_devices() {
+    std::string names;
+    for (size_t i = 0; i < wsp_ggml_backend_dev_count(); ++i) {
+        if (i) names += ',';
+        names += wsp_ggml_backend_dev_name(wsp_ggml_backend_dev_get(i));
+    }
+    return names;
+}
+
 void whisper_session_close(whisper_session * s) {
     if (!s) return;
     if (s->ctx) whisper_free(s->ctx);

@@ -37,6 +37,9 @@ whisper_session * whisper_session_open(const whisper_job & job);
 bool whisper_session_run(whisper_session * s, whisper_report & rep);
 // Lines the wsp logger has received so far (the model load and everything after).
 int whisper_session_lines_logged(const whisper_session * s);
+// The wsp_ggml_backend registry's devices, by name, comma-separated: with both hosts in one
+// process each prefix must still see only its own host's devices.
+std::string whisper_registry_devices();
 void whisper_session_close(whisper_session * s);
 
 // The machine-readable line the scripts read (tag: RESULT in the drivers), with the process's
