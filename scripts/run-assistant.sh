@@ -103,7 +103,7 @@ echo "answer: $our_answer"
 echo
 kib2mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3fx", a / b }'; }
-printf "%-34s %14s %14s %12s\n" "" "stock" "ours" "vs stock"
+printf "%-34s %14s %14s %12s\n" "(vs stock > 1: ours faster/smaller)" "stock" "ours" "vs stock"
 # row <what> <stock> <ours> [less]: the ratio is > 1 when ours is better (faster, or with "less"
 # smaller: milliseconds, memory)
 row() {
@@ -111,7 +111,6 @@ row() {
   if [[ "${4:-}" == less ]]; then r="$(ratio "$2" "$3")"; else r="$(ratio "$3" "$2")"; fi
   printf "%-34s %14s %14s %12s\n" "$1" "$2" "$3" "$r"
 }
-echo "(vs stock > 1: ours faster / smaller)"
 row "whisper encode ms" "$(field "$W" RESULT encode_ms)" "$(field "$mine" WHISPER encode_ms)" less
 row "whisper total ms" "$(field "$W" RESULT total_ms)" "$(field "$mine" WHISPER total_ms)" less
 row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$(field "$L" RESULT prompt_tps)" "$(field "$mine" LLAMA prompt_tps)"
