@@ -15,10 +15,12 @@
 # mode) and fetches the host packages (npm) and the models into .cache/.
 #
 # usage: scripts/run-assistant.sh [--mode static|shared] [--max-tokens N=32] [-p N_PROMPT_MAX=256]
-#                                 [-n N_GEN=64] [--simd]
+#                                 [-n N_GEN=64] [--simd] [-r ROUNDS=3]
 #   --max-tokens  whisper tokens per segment (the random model decodes a long repeated run)
 #   -p            cap on the templated llama prompt's tokens
 #   --simd        ours with GGML_RS_SIMD=1: the library's SIMD backend computes both models
+#   -r            rounds of ours, each followed by one more stock pair; figures are medians (stock
+#                 also counts its two determinism runs). Every run's outputs are compared.
 # env:   BUILD_DIR (default build), JOBS (default 2)
 set -euo pipefail
 
@@ -31,6 +33,7 @@ MAX_TOKENS=32
 N_PROMPT=256
 N_GEN=64
 SIMD=0
+ROUNDS=3
 while (($#)); do
   case "$1" in
     --mode) MODE="$2"; shift 2 ;;
@@ -38,11 +41,13 @@ while (($#)); do
     -p) N_PROMPT="$2"; shift 2 ;;
     -n) N_GEN="$2"; shift 2 ;;
     --simd) SIMD=1; shift ;;
+    -r) ROUNDS="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "run-assistant: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 [[ "$MODE" == static || "$MODE" == shared ]] || { echo "run-assistant: --mode static|shared" >&2; exit 2; }
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "run-assistant: -r wants a positive number" >&2; exit 2; }
 
 bash scripts/fetch-hosts.sh
 bash scripts/fetch-models.sh
@@ -69,12 +74,17 @@ if ! bash "$RUN" reference "$OUT" "$BIN/whisper_driver_stock" "$BIN/llama_driver
 fi
 ours="$MODE" tag=""
 if ((SIMD)); then ours="$MODE, GGML_RS_SIMD=1" tag=_simd; fi
-echo "run-assistant: one program, both hosts, one library ($ours)"
+echo "run-assistant: one program, both hosts, one library ($ours), $ROUNDS round(s) interleaved with stock"
 identical=1
-ASSISTANT_SIMD="$SIMD" ASSISTANT_TAG="$tag" bash "$RUN" compare "$OUT" "$BIN/assistant_$MODE" -- "${ARGS[@]}" >"$OUT/ours.txt" 2>&1 \
-  || identical=0
+for ((i = 1; i <= ROUNDS; i++)); do
+  ASSISTANT_SIMD="$SIMD" ASSISTANT_TAG="$tag.$i" bash "$RUN" compare "$OUT" "$BIN/assistant_$MODE" -- "${ARGS[@]}" \
+    >"$OUT/ours.$i.txt" 2>&1 || identical=0
+  ASSISTANT_TAG=".$((i + 2))" bash "$RUN" stock "$OUT" "$BIN/whisper_driver_stock" "$BIN/llama_driver_stock" \
+    -- "${ARGS[@]}" >>"$OUT/stock.txt" 2>&1 || identical=0
+done
+cat "$OUT"/ours.*.txt >"$OUT/ours.txt"
 
-mine="$OUT/assistant_$MODE$tag.log"
+mine="$OUT/assistant_$MODE$tag.1.log"
 if [[ ! -s "$mine" ]] || ! grep -q '^ASSISTANT ' "$mine"; then
   cat "$OUT/ours.txt" >&2
   echo "run-assistant: the assistant failed" >&2
@@ -82,7 +92,14 @@ if [[ ! -s "$mine" ]] || ! grep -q '^ASSISTANT ' "$mine"; then
 fi
 # field <file> <line tag> <key>
 field() { grep "^$2 " "$1" | sed -n "s/.* $3=\([^ ]*\).*/\1/p"; }
+# med <line tag> <key> <file>...: the median of the field over the runs
+med() {
+  local t="$1" k="$2" f
+  shift 2
+  for f in "$@"; do field "$f" "$t" "$k"; done | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
 W="$OUT/whisper_stock.log" L="$OUT/llama_stock.log"
+WS=("$OUT"/whisper_stock.[0-9]*.log) LS=("$OUT"/llama_stock.[0-9]*.log) OS=("$OUT"/assistant_"$MODE$tag".[0-9]*.log)
 stock_transcript="$(cat "$OUT/transcript_stock.txt")"
 stock_answer="$(grep -v '^RESULT ' "$L")"
 our_transcript="$(sed -n 's/^transcript: //p' "$mine")"
@@ -111,16 +128,17 @@ row() {
   if [[ "${4:-}" == less ]]; then r="$(ratio "$2" "$3")"; else r="$(ratio "$3" "$2")"; fi
   printf "%-34s %14s %14s %12s\n" "$1" "$2" "$3" "$r"
 }
-row "whisper encode ms" "$(field "$W" RESULT encode_ms)" "$(field "$mine" WHISPER encode_ms)" less
-row "whisper total ms" "$(field "$W" RESULT total_ms)" "$(field "$mine" WHISPER total_ms)" less
-row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$(field "$L" RESULT prompt_tps)" "$(field "$mine" LLAMA prompt_tps)"
-row "llama generation tok/s ($N_GEN tok)" "$(field "$L" RESULT gen_tps)" "$(field "$mine" LLAMA gen_tps)"
-sw="$(field "$W" RESULT peak_rss_kb)" sl="$(field "$L" RESULT peak_rss_kb)"
-row "peak RSS MiB (both models)" "$(kib2mib $((sw + sl)))" "$(kib2mib "$(field "$mine" ASSISTANT peak_rss_kb)")" less
-echo "(stock: two processes, whisper $(kib2mib "$sw") + llama $(kib2mib "$sl") MiB; ours: one process holding both"
-echo " models at once. Single run: timings vary +-15-20 % on a shared machine, see scripts/bench.sh.)"
+row "whisper encode ms" "$(med RESULT encode_ms "${WS[@]}")" "$(med WHISPER encode_ms "${OS[@]}")" less
+row "whisper total ms" "$(med RESULT total_ms "${WS[@]}")" "$(med WHISPER total_ms "${OS[@]}")" less
+row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$(med RESULT prompt_tps "${LS[@]}")" "$(med LLAMA prompt_tps "${OS[@]}")"
+row "llama generation tok/s ($N_GEN tok)" "$(med RESULT gen_tps "${LS[@]}")" "$(med LLAMA gen_tps "${OS[@]}")"
+sw="$(med RESULT peak_rss_kb "${WS[@]}")" sl="$(med RESULT peak_rss_kb "${LS[@]}")"
+row "peak RSS MiB (both models)" "$(kib2mib "$(awk -v a="$sw" -v b="$sl" 'BEGIN { print a + b }')")" "$(kib2mib "$(med ASSISTANT peak_rss_kb "${OS[@]}")")" less
+echo "(medians: stock ${#WS[@]} runs, ours ${#OS[@]}; stock is two processes, whisper $(kib2mib "$sw") + llama"
+echo " $(kib2mib "$sl") MiB peak RSS; ours one process holding both models at once. Timings vary +-15-20 %"
+echo " between runs on a shared machine.)"
 echo "loggers: each prefix's log lines reach only its own host's logger: $(field "$mine" ASSISTANT loggers)"
-if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.txt" || true; fi
+if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.1.txt" || true; fi
 if ((identical)); then
   echo "transcript tokens, llama tokens and logits: bit-identical to the stock pair"
 else

@@ -6,6 +6,9 @@
 #       The stock reference: the stock whisper driver transcribes, the stock llama driver answers
 #       that transcript (two programs, one after the other), twice; both runs must be identical.
 #       Keeps whisper_stock.bin, llama_stock.bin (+ .log) in <outdir>.
+#   run-assistant.sh stock <outdir> <whisper-stock> <llama-stock> -- <args>
+#       One more run of the stock pair (a timing sample for scripts/run-assistant.sh), into
+#       <outdir>/{whisper,llama}_stock<tag>.{bin,log}, checked identical to the reference.
 #   run-assistant.sh compare <outdir> <assistant>... -- <args>
 #       Runs each assistant (assistant_static, assistant_shared: both hosts in one process) and
 #       compares its whisper and llama outputs bitwise with the reference; on a difference prints
@@ -73,6 +76,13 @@ case "$what" in
     echo "transcript: $(cat "$out/transcript_stock.txt")"
     grep -h '^RESULT ' "$out/whisper_stock.log" "$out/llama_stock.log"
     echo "OK: stock whisper -> llama pipeline deterministic"
+    ;;
+  stock)
+    stock "${exes[0]}" "${exes[1]}" "$tag" || exit 1
+    fails=0
+    same whisper "$out/whisper_stock.bin" "$out/whisper_stock$tag.bin" "stock not deterministic" || fails=1
+    same llama "$out/llama_stock.bin" "$out/llama_stock$tag.bin" "stock not deterministic" || fails=1
+    exit $fails
     ;;
   compare)
     for h in whisper llama; do
