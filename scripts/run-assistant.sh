@@ -135,8 +135,8 @@ row "llama generation tok/s ($N_GEN tok)" "$(med RESULT gen_tps "${LS[@]}")" "$(
 sw="$(med RESULT peak_rss_kb "${WS[@]}")" sl="$(med RESULT peak_rss_kb "${LS[@]}")"
 row "peak RSS MiB (both models)" "$(kib2mib "$(awk -v a="$sw" -v b="$sl" 'BEGIN { print a + b }')")" "$(kib2mib "$(med ASSISTANT peak_rss_kb "${OS[@]}")")" less
 echo "(medians: stock ${#WS[@]} runs, ours ${#OS[@]}; stock is two processes, whisper $(kib2mib "$sw") + llama"
-echo " $(kib2mib "$sl") MiB peak RSS; ours one process holding both models at once. Timings vary +-15-20 %"
-echo " between runs on a shared machine.)"
+echo " $(kib2mib "$sl") MiB peak RSS; ours one process holding both models at once. Wall-clock figures"
+echo " follow the machine's load: on a busy shared machine they swing by several x between runs.)"
 echo "loggers: each prefix's log lines reach only its own host's logger: $(field "$mine" ASSISTANT loggers)"
 if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.1.txt" || true; fi
 if ((identical)); then
