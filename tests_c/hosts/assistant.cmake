@@ -1,0 +1,77 @@
+# The voice assistant (assistant.cpp): llama.rn's and whisper.rn's hosts linked together with ONE
+# copy of this library, as an app shipping both packages is:
+#   static  both host object sets + both cores + libggml_backend_rs.a once
+#   shared  both hosts compiled with -D<P>_GGML_SHARED -D<P>_GGML_BACKEND_SHARED (the cores
+#           carry them) + libggml_backend_rs.so once, executable linked with -rdynamic
+# There is no stock assistant: stock ships one ggml-backend.cpp per package, and the reference is
+# the two stock drivers run one after the other (run-assistant.sh reference).
+#
+# Targets: assistant_<static|shared>. Tests (models from scripts/fetch-models.sh):
+#   host_assistant_stock      stock whisper_driver, then stock llama_driver on its transcript,
+#                             twice, identical (fixture: the reference)
+#   host_assistant_identical  assistant_static / _shared: transcript, llama tokens and logits
+#                             bitwise equal to the reference; each prefix's log lines reach its
+#                             own host's logger
+#   host_assistant_simd       assistant_static with GGML_RS_SIMD=1: every split of both hosts'
+#                             graphs on SIMD, outputs bitwise equal to the reference (AVX2 hosts)
+
+# The caps keep the test quick and are the same on both sides: whisper's random-weight model
+# decodes a long repeated token run, so at most 32 tokens per segment; the templated prompt is at
+# most 256 tokens; 32 greedy tokens.
+set(GGML_RS_ASSISTANT_ARGS
+    "${GGML_RS_WHISPER_MODEL}" "${GGML_RS_WHISPER_WAV}" "${GGML_RS_LLAMA_MODEL}" 32 256 32)
+
+set(_assistant_modes ${GGML_RS_HOST_MODES})
+list(REMOVE_ITEM _assistant_modes stock)
+foreach(_mode IN LISTS _assistant_modes)
+  set(exe assistant_${_mode})
+  add_executable(${exe} assistant.cpp
+      $<TARGET_OBJECTS:llama_run_${_mode}> $<TARGET_OBJECTS:whisper_run_${_mode}>
+      $<TARGET_OBJECTS:lm_host_${_mode}> $<TARGET_OBJECTS:wsp_host_${_mode}>)
+  set_target_properties(${exe} PROPERTIES
+      LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_options(${exe} PRIVATE -O2 -pthread)
+  target_compile_definitions(${exe} PRIVATE GGML_RS_HOST_MODE="${_mode}")
+  if(_mode STREQUAL "static")
+    target_link_libraries(${exe} PRIVATE
+        -Wl,--start-group -Wl,--whole-archive lm_core_static wsp_core_static -Wl,--no-whole-archive
+        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++)
+  else()
+    target_link_libraries(${exe} PRIVATE
+        -Wl,--whole-archive lm_core_shared wsp_core_shared -Wl,--no-whole-archive
+        ggml_backend_rs::shared pthread dl m stdc++)
+    set_target_properties(${exe} PROPERTIES ENABLE_EXPORTS ON BUILD_RPATH "${GGML_RS_LIB_DIR}")
+  endif()
+endforeach()
+unset(_mode)
+
+set(_run_assistant "${CMAKE_CURRENT_SOURCE_DIR}/run-assistant.sh")
+add_test(NAME host_assistant_stock
+    COMMAND bash "${_run_assistant}" reference "${_out}/assistant"
+            "$<TARGET_FILE:whisper_driver_stock>" "$<TARGET_FILE:llama_driver_stock>"
+            -- ${GGML_RS_ASSISTANT_ARGS})
+set_tests_properties(host_assistant_stock PROPERTIES
+    TIMEOUT 900 LABELS "host;assistant;stock" RUN_SERIAL TRUE
+    FIXTURES_SETUP host_assistant_ref)
+if(_assistant_modes)
+  set(exes "")
+  foreach(m IN LISTS _assistant_modes)
+    list(APPEND exes "$<TARGET_FILE:assistant_${m}>")
+  endforeach()
+  add_test(NAME host_assistant_identical
+      COMMAND bash "${_run_assistant}" compare "${_out}/assistant" ${exes} -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_identical PROPERTIES
+      TIMEOUT 900 LABELS "host;assistant;${_assistant_modes}" RUN_SERIAL TRUE
+      FIXTURES_REQUIRED host_assistant_ref)
+endif()
+# SIMD is bit-identical to ggml-cpu where both run their AVX2 code (the host compiled with AVX2);
+# the portable kernels are only close (host_*_simd_portable gates them by NMSE).
+if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
+  add_test(NAME host_assistant_simd
+      COMMAND bash "${_run_assistant}" compare "${_out}/assistant" "$<TARGET_FILE:assistant_static>"
+              -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_simd PROPERTIES
+      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd"
+      TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
+      FIXTURES_REQUIRED host_assistant_ref)
+endif()
