@@ -98,16 +98,19 @@ fn export_fn(e: &Export, p: &str, rev: &str, for_header: bool) -> String {
         e.params.iter().filter(|(_, _, declared)| *declared || !for_header).map(|(n, t, _)| format!("{}: {}", n, sub(t))).collect();
     let args: Vec<&str> = e.params.iter().map(|(n, _, _)| n.as_str()).collect();
     let ret = e.ret.as_ref().map(|r| format!(" -> {}", sub(r))).unwrap_or_default();
-    let default = match &e.default {
-        Some(d) => format!("crate::abi::{}", d),
-        None => "crate::ffi::FfiDefault::ffi_default()".into(),
+    // spelled so clippy has nothing to say about the generated code: `()` rather than a unit-valued
+    // call, and the glue function itself rather than a closure that only calls it
+    let default = match (&e.default, &e.ret) {
+        (Some(d), _) => format!("crate::abi::{}", d),
+        (None, None) => "()".into(),
+        (None, Some(_)) => "crate::ffi::FfiDefault::ffi_default()".into(),
     };
+    let glue = format!("crate::ffi::glue::{}::<{rev}>", e.via.as_deref().unwrap_or(&e.name));
+    let body = if args.is_empty() { glue } else { format!("|| {glue}({})", args.join(", ")) };
     format!(
-        "#[no_mangle]\npub extern \"C\" fn {p}ggml_backend_{name}({params}){ret} {{\n    crate::ffi::guard::<{rev}, _>(\"{p}ggml_backend_{name}\", {default}, || crate::ffi::glue::{glue}::<{rev}>({args}))\n}}\n\n",
+        "#[no_mangle]\npub extern \"C\" fn {p}ggml_backend_{name}({params}){ret} {{\n    crate::ffi::guard::<{rev}, _>(\"{p}ggml_backend_{name}\", {default}, {body})\n}}\n\n",
         name = e.name,
-        glue = e.via.as_deref().unwrap_or(&e.name),
         params = params.join(", "),
-        args = args.join(", "),
     )
 }
 

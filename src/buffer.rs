@@ -40,6 +40,8 @@ unsafe impl<R: Rev> Send for CpuStatics<R> {}
 unsafe impl<R: Rev> Sync for CpuStatics<R> {}
 
 impl<R: Rev> CpuStatics<R> {
+    // no `Default`: this leaks the buffer types and is meant to run once per revision (its Lazy static)
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         let buft = |name: unsafe extern "C" fn(*mut BufferType<R>) -> *const c_char| {
             Ptr(Box::into_raw(Box::new(BufferType {
@@ -111,6 +113,8 @@ pub fn buffer_init<R: Rev>(buft: *mut BufferType<R>, iface: BufferI<R>, context:
     Box::into_raw(Box::new(Buffer { iface, buft, context, size, usage: USAGE_ANY }))
 }
 
+// A NULL-checked handle from C that only `buffer_init` hands out (trust model in abi::vtable).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
     let Some(b) = obj(buffer) else { return };
     b.release_context();
@@ -307,7 +311,7 @@ pub fn cpu_buffer_type<R: Rev>() -> *mut BufferType<R> {
 /// A buffer over caller-owned memory (e.g. an mmapped model), which must be `TENSOR_ALIGNMENT`-aligned.
 pub fn cpu_buffer_from_ptr<R: Rev>(ptr: *mut c_void, size: usize) -> Result<*mut Buffer<R>> {
     ensure!(!ptr.is_null() || size == 0, "pointer is NULL");
-    ensure!(ptr as usize % TENSOR_ALIGNMENT == 0, "buffer pointer {:p} must be aligned to {} bytes", ptr, TENSOR_ALIGNMENT);
+    ensure!((ptr as usize).is_multiple_of(TENSOR_ALIGNMENT), "buffer pointer {:p} must be aligned to {} bytes", ptr, TENSOR_ALIGNMENT);
     let s = R::statics();
     Ok(buffer_init(s.mapped_buft.0, s.mapped_iface, ptr, size))
 }

@@ -46,6 +46,8 @@ fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
 }
 
 impl<R: Rev> Registry<R> {
+    // no `Default`: this probes the host's backends and is meant to run once per revision (its Lazy static)
+    #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         let mut state = State { backends: Vec::new(), devices: Vec::new() };
         let regs = &R::host().backend_regs;

@@ -124,7 +124,7 @@ fn tensor_io<R: Rev>() {
     g::tensor_alloc(b2, &mut *t2, g::buffer_get_base(b2).unwrap()).unwrap();
     g::tensor_copy(tp, &mut *t2).unwrap();
     let mut dst2 = vec![0f32; 21];
-    g::tensor_get(&mut *t2, dst2.as_mut_ptr() as *mut c_void, 0, 84).unwrap();
+    g::tensor_get(&*t2, dst2.as_mut_ptr() as *mut c_void, 0, 84).unwrap();
     assert_eq!(dst, dst2);
     let mut odd = f32_tensor::<R>([21, 1, 1, 1]);
     g::tensor_alloc(b2, &mut *odd, (g::buffer_get_base(b2).unwrap() as usize + 128) as *mut c_void).unwrap();

@@ -110,6 +110,9 @@ pub fn buffer_init<R: Rev>(buft: *mut BufferType<R>, iface: BufferI<R>, context:
 pub fn buffer_copy_tensor<R: Rev>(src: *const Tensor<R>, dst: *mut Tensor<R>) -> Result<bool> {
     buffer::buffer_copy_tensor(non_null!(src, "source tensor"), non_null!(dst, "destination tensor"))
 }
+// `buffers` comes from C: checked non-NULL here, its length is the caller's promise (trust model in
+// abi::vtable), and `unsafe fn` would only move that promise to the generated export.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn multi_buffer_alloc_buffer<R: Rev>(buffers: *mut *mut Buffer<R>, n_buffers: usize) -> Result<*mut Buffer<R>> {
     ensure!(!buffers.is_null(), "buffers is NULL");
     ensure!(n_buffers > 0 && n_buffers <= isize::MAX as usize / 8, "invalid buffer count {}", n_buffers);
@@ -439,6 +442,8 @@ pub fn sched_new_offload<R: Rev>(
 ) -> Result<*mut Sched<R>> {
     sched_new_impl(backends, bufts, n_backends, graph_size, parallel, op_offload)
 }
+// A NULL-checked handle from C that only `sched_new` hands out (trust model in abi::vtable).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn sched_free<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
     if !sched.is_null() {
         // SAFETY: schedulers are created by sched_new (Box::into_raw) and freed once, here.

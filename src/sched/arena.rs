@@ -5,6 +5,8 @@ use crate::abi::*;
 use crate::sched::tensor_map::PtrMap;
 
 pub struct Arena<R: Rev> {
+    // boxed: graphs hold these tensors' addresses while the Vec grows
+    #[allow(clippy::vec_box)]
     tensors: Vec<Box<Tensor<R>>>,
     owned: PtrMap<bool>,
 }

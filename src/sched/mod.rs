@@ -139,7 +139,7 @@ fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
         return unsafe { f(graph_size) };
     }
     // ggml's table: the first prime after each power of two
-    let is_prime = |n: usize| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0);
+    let is_prime = |n: usize| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| !n.is_multiple_of(d));
     let mut k = 1usize;
     loop {
         let mut p = k;
