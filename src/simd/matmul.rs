@@ -632,9 +632,14 @@ fn check_shapes(w: &Weights<'_>, acts: &Acts<'_>, dst: &DstView<'_>) {
 /// activation rows `j..j + C`, computed together.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 trait Tiles {
+    /// One weight row as the kernel reads it. Looked up once per row pair, not once per tile:
+    /// per-tile lookups (slicing, block casts, array building) were a fifth of whisper's F16
+    /// product instructions.
+    type Row: Copy;
+    fn w_row(&self, i: usize) -> Self::Row;
     /// # Safety
     /// The CPU must have the features the implementing kernel is compiled for.
-    unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R];
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [Self::Row; R], j: usize) -> [[f32; C]; R];
 }
 
 /// Fills `dst` tile by tile: weight rows in pairs and activation rows in fours, then the ragged
@@ -665,16 +670,20 @@ unsafe fn walk_tiles<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
 #[inline(always)]
 unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: usize) {
     let n = dst.n();
+    let mut w = [k.w_row(i); R];
+    for (r, w) in w.iter_mut().enumerate().skip(1) {
+        *w = k.w_row(i + r);
+    }
     let mut j = 0;
     // SAFETY (tile calls): passed on from this function's contract.
     while j + 4 <= n {
-        put_tile(dst, i, j, unsafe { k.tile::<R, 4>(i, j) });
+        put_tile(dst, i, j, unsafe { k.tile::<R, 4>(w, j) });
         j += 4;
     }
     match n - j {
-        3 => put_tile(dst, i, j, unsafe { k.tile::<R, 3>(i, j) }),
-        2 => put_tile(dst, i, j, unsafe { k.tile::<R, 2>(i, j) }),
-        1 => put_tile(dst, i, j, unsafe { k.tile::<R, 1>(i, j) }),
+        3 => put_tile(dst, i, j, unsafe { k.tile::<R, 3>(w, j) }),
+        2 => put_tile(dst, i, j, unsafe { k.tile::<R, 2>(w, j) }),
+        1 => put_tile(dst, i, j, unsafe { k.tile::<R, 1>(w, j) }),
         _ => {}
     }
 }
@@ -682,9 +691,25 @@ unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: u
 /// F16 / F32 weight rows `w(i)` against activation rows `a(j)` (already in ggml's partner
 /// precision); each level implements [`Tiles`] for it with its float kernel.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-struct FloatTiles<W, A> {
+struct FloatTiles<'a, W> {
     w: W,
-    a: A,
+    /// Every activation row, sliced once per chunk rather than once per tile.
+    a: Vec<&'a [f32]>,
+}
+
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+impl<'a, W> FloatTiles<'a, W> {
+    fn new(w: W, n: usize, a: impl Fn(usize) -> &'a [f32]) -> Self {
+        FloatTiles { w, a: (0..n).map(a).collect() }
+    }
+
+    /// Activation rows `j..j + C`.
+    #[inline(always)]
+    fn acts<const C: usize>(&self, j: usize) -> [&'a [f32]; C] {
+        let mut a = [self.a[j]; C];
+        a.copy_from_slice(&self.a[j..j + C]);
+        a
+    }
 }
 
 /// Stores a finished tile: output (weight row `i + r`, activation `j + c`).
@@ -726,22 +751,31 @@ mod x86 {
         a: &'a tile::ActRows<'a, F::A>,
     }
 
-    impl<F: tile::Format> Tiles for QuantTiles<'_, F> {
+    impl<'q, F: tile::Format> Tiles for QuantTiles<'q, F> {
+        type Row = &'q [F::W];
         #[inline(always)]
-        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
-            let wr = std::array::from_fn(|r| blocks_from_bytes::<F::W>(self.w.row(i + r)));
+        fn w_row(&self, i: usize) -> &'q [F::W] {
+            blocks_from_bytes::<F::W>(self.w.row(i))
+        }
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
             // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that columns
             // j..j + C exist and that the rows hold a.nb blocks.
-            unsafe { tile::quant_tile::<F, R, C>(wr, self.a, j) }
+            unsafe { tile::quant_tile::<F, R, C>(w, self.a, j) }
         }
     }
 
-    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E], A: Fn(usize) -> &'a [f32]> Tiles for FloatTiles<W, A> {
+    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+        type Row = &'w [E];
         #[inline(always)]
-        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
+        fn w_row(&self, i: usize) -> &'w [E] {
+            (self.w)(i)
+        }
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
             // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that all rows
             // have the same length.
-            unsafe { tile::float_tile::<E, R, C>(std::array::from_fn(|r| (self.w)(i + r)), std::array::from_fn(|c| (self.a)(j + c))) }
+            unsafe { tile::float_tile::<E, R, C>(w, self.acts(j)) }
         }
     }
 
@@ -755,8 +789,9 @@ mod x86 {
     #[inline(never)] // as quant_rows
     #[target_feature(enable = "avx2,fma,f16c")]
     fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+        let tiles = FloatTiles::new(w, dst.n(), a);
         // SAFETY: as quant_rows.
-        unsafe { walk_tiles(&FloatTiles { w, a }, dst) }
+        unsafe { walk_tiles(&tiles, dst) }
     }
 
     #[inline]
@@ -823,8 +858,8 @@ mod neon {
             // SAFETY: FEAT_FP16 was detected at runtime.
             WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
             // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
-            WType::F16 => unsafe { walk_tiles(&FloatTiles { w: |i| w.row_f16(i), a: |j| q.h_row(j) }, dst) },
-            WType::F32 => unsafe { walk_tiles(&FloatTiles { w: |i| w.row_f32(i), a: |j| acts.row(j) }, dst) },
+            WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.n(), |j| q.h_row(j)), dst) },
+            WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.n(), |j| acts.row(j)), dst) },
         }
     }
 
@@ -864,20 +899,29 @@ mod neon {
         a: &'a quant::ActRows<'a, F::A>,
     }
 
-    impl<F: tile::Format, const DOT: bool> Tiles for QuantTiles<'_, F, DOT> {
+    impl<'q, F: tile::Format, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
+        type Row = &'q [F::W];
         #[inline(always)]
-        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
-            let wr = std::array::from_fn(|r| blocks_from_bytes::<F::W>(self.w.row(i + r)));
+        fn w_row(&self, i: usize) -> &'q [F::W] {
+            blocks_from_bytes::<F::W>(self.w.row(i))
+        }
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
             // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
             // columns j..j + C exist and that the rows hold a.nb blocks.
-            unsafe { tile::quant_tile::<F, DOT, R, C>(wr, self.a, j) }
+            unsafe { tile::quant_tile::<F, DOT, R, C>(w, self.a, j) }
         }
     }
 
-    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E], A: Fn(usize) -> &'a [f32]> Tiles for FloatTiles<W, A> {
+    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+        type Row = &'w [E];
         #[inline(always)]
-        unsafe fn tile<const R: usize, const C: usize>(&self, i: usize, j: usize) -> [[f32; C]; R] {
-            tile::float_tile::<E, R, C>(std::array::from_fn(|r| (self.w)(i + r)), std::array::from_fn(|c| (self.a)(j + c)))
+        fn w_row(&self, i: usize) -> &'w [E] {
+            (self.w)(i)
+        }
+        #[inline(always)]
+        unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
+            tile::float_tile::<E, R, C>(w, self.acts(j))
         }
     }
 }

@@ -133,17 +133,20 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
     let mut summs = [_mm_setzero_ps(); R];
     for b in 0..nb {
         let col = b * a.n + c0;
-        // SAFETY (for the Format calls in this loop): this function requires AVX2/FMA/F16C.
+        // SAFETY (for the Format calls and unchecked reads in this loop): this function requires
+        // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
+        // b * n + c0 + c are below n * nb <= the length of blocks, d and (Q4_1) s, and b is
+        // below every w[r].len().
         let mut qa = [_mm256_setzero_si256(); C];
         let mut da = [0f32; C];
         for c in 0..C {
-            qa[c] = unsafe { F::acts(&a.blocks[(c0 + c) * nb + b]) };
-            da[c] = a.d[col + c];
+            qa[c] = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
+            da[c] = unsafe { *a.d.get_unchecked(col + c) };
         }
         let mut sv = _mm_setzero_ps();
         if F::HAS_MIN {
             let mut s4 = [0f32; 4];
-            s4[..C].copy_from_slice(&a.s[col..col + C]);
+            s4[..C].copy_from_slice(unsafe { a.s.get_unchecked(col..col + C) });
             // SAFETY: s4 is 4 readable f32.
             sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
         }
@@ -155,7 +158,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
                 let ahead = (w[r].as_ptr() as *const i8).wrapping_add((b + PREFETCH_BLOCKS) * std::mem::size_of::<F::W>());
                 _mm_prefetch::<_MM_HINT_T0>(ahead);
             }
-            let (p, dw, mw) = unsafe { F::prep(&w[r][b]) };
+            let (p, dw, mw) = unsafe { F::prep(w[r].get_unchecked(b)) };
             if F::HAS_MIN {
                 summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
             }
@@ -183,7 +186,11 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
 /// # Safety
 /// `load8` uses AVX2/F16C; see [`Format`].
 pub(crate) unsafe trait FloatElem: Copy {
-    unsafe fn load8(row: &[Self], i: usize) -> __m256;
+    /// Eight elements from `p`, as f32. Raw pointer so the tile loops carry no bounds checks.
+    ///
+    /// # Safety
+    /// `p` points at 8 readable elements.
+    unsafe fn load8(p: *const Self) -> __m256;
     fn to_f32(self) -> f32;
     fn finish(reduced: f32, w: &[Self], a: &[f32]) -> f32;
 }
@@ -192,8 +199,9 @@ pub(crate) unsafe trait FloatElem: Copy {
 unsafe impl FloatElem for u16 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load8(row: &[u16], i: usize) -> __m256 {
-        super::f16::x86::load8_f16(&row[i..i + 8])
+    unsafe fn load8(p: *const u16) -> __m256 {
+        // SAFETY: 16 readable bytes by the contract; loadu has no alignment requirement.
+        _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p as *const __m128i) })
     }
     #[inline]
     fn to_f32(self) -> f32 {
@@ -213,8 +221,9 @@ unsafe impl FloatElem for u16 {
 unsafe impl FloatElem for f32 {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn load8(row: &[f32], i: usize) -> __m256 {
-        load8_f32(&row[i..i + 8])
+    unsafe fn load8(p: *const f32) -> __m256 {
+        // SAFETY: 32 readable bytes by the contract; loadu has no alignment requirement.
+        unsafe { _mm256_loadu_ps(p) }
     }
     #[inline]
     fn to_f32(self) -> f32 {
@@ -245,50 +254,36 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
     let k = a[0].len();
     assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
     let np = k & !31;
-    let mut parts = [[[_mm256_setzero_ps(); 4]; C]; R];
-    if C == 1 {
+    let wp = w.map(|r| r.as_ptr());
+    let ap = a.map(|r| r.as_ptr());
+    // parts[j]: accumulator j of every output. Built from the passes' results rather than
+    // zeroed and then overwritten (the zeroing was a 1 KiB memset per 2x4 tile).
+    let parts: [[[__m256; C]; R]; 4] = if C == 1 {
         // One activation row (decoding): all four accumulators in one pass, 4R registers.
+        let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
         let mut i = 0;
         while i < np {
             for j in 0..4 {
-                let av = load8_f32(&a[0][i + 8 * j..i + 8 * j + 8]);
+                // SAFETY (loads): i + 8j + 8 <= np <= k, the length of every row (asserted);
+                // this function requires AVX2/F16C.
+                let av = unsafe { _mm256_loadu_ps(ap[0].add(i + 8 * j)) };
                 for r in 0..R {
-                    // SAFETY: i + 8j + 8 <= np <= k; this function requires AVX2/F16C.
-                    let wv = unsafe { E::load8(w[r], i + 8 * j) };
-                    parts[r][0][j] = _mm256_fmadd_ps(wv, av, parts[r][0][j]);
+                    let wv = unsafe { E::load8(wp[r].add(i + 8 * j)) };
+                    parts[j][r][0] = _mm256_fmadd_ps(wv, av, parts[j][r][0]);
                 }
             }
             i += 32;
         }
-    }
-    for j in 0..if C == 1 { 0 } else { 4 } {
-        let mut acc = [[_mm256_setzero_ps(); C]; R];
-        let mut i = 8 * j;
-        while i < np {
-            // SAFETY: i + 8 <= np <= k for every row; this function requires AVX2/F16C.
-            let mut wv = [unsafe { E::load8(w[0], i) }; R];
-            for r in 1..R {
-                wv[r] = unsafe { E::load8(w[r], i) };
-            }
-            for c in 0..C {
-                let av = load8_f32(&a[c][i..i + 8]);
-                for r in 0..R {
-                    acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
-                }
-            }
-            i += 32;
-        }
-        for r in 0..R {
-            for c in 0..C {
-                parts[r][c][j] = acc[r][c];
-            }
-        }
-    }
+        parts
+    } else {
+        // SAFETY: the rows hold k >= np elements (asserted); this function requires AVX2/F16C.
+        unsafe { [float_pass::<E, R, C>(wp, ap, np, 0), float_pass(wp, ap, np, 1), float_pass(wp, ap, np, 2), float_pass(wp, ap, np, 3)] }
+    };
     let mut out = [[0f32; C]; R];
     for r in 0..R {
         for c in 0..C {
-            let p = &parts[r][c];
-            let x = _mm256_add_ps(_mm256_add_ps(p[0], p[2]), _mm256_add_ps(p[1], p[3]));
+            let p = |j: usize| parts[j][r][c];
+            let x = _mm256_add_ps(_mm256_add_ps(p(0), p(2)), _mm256_add_ps(p(1), p(3)));
             let t0 = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
             let t1 = _mm_hadd_ps(t0, t0);
             let reduced = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
@@ -296,6 +291,41 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
         }
     }
     out
+}
+
+/// Accumulator `j` of [`float_tile`] for every output: elements `32i + 8j..+8` of each row.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `np` readable elements.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], np: usize, j: usize) -> [[__m256; C]; R] {
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    // One 32-element step, elements i..i + 8 of each row.
+    // SAFETY (callers): i + 8 <= np, so readable by the contract; AVX2/F16C by the contract.
+    let step = |acc: &mut [[__m256; C]; R], i: usize| {
+        let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
+        for r in 1..R {
+            wv[r] = unsafe { E::load8(wp[r].add(i)) };
+        }
+        for c in 0..C {
+            let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
+            for r in 0..R {
+                acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+            }
+        }
+    };
+    // Two steps per loop trip (same order: each accumulator still takes its steps one by one).
+    let mut i = 8 * j;
+    while i + 32 < np {
+        step(&mut acc, i);
+        step(&mut acc, i + 32);
+        i += 64;
+    }
+    if i < np {
+        step(&mut acc, i);
+    }
+    acc
 }
 
 /// ggml's `vec_dot` for one quantized row pair (`R = C = 1`).
