@@ -21,19 +21,8 @@
 #include "ggml-backend-impl.h"
 #include "ggml-cpu.h"
 
-#if defined(TEST_PREFIX_LM) == defined(TEST_PREFIX_WSP)
-#    error "define exactly one of TEST_PREFIX_LM, TEST_PREFIX_WSP"
-#endif
-#ifdef TEST_PREFIX_LM
-#    define PFX "lm_"
-#    define G(x) lm_ggml_##x
-#    define C(x) LM_GGML_##x
-#else
-#    define PFX "wsp_"
-#    define G(x) wsp_ggml_##x
-#    define C(x) WSP_GGML_##x
-#endif
-#define GB(x) G(backend_##x)
+#include "test_prefix.h"
+#define PFX PREFIX "_"
 #ifndef GGML_RS_TEST_MODE
 #    define GGML_RS_TEST_MODE "?"
 #endif

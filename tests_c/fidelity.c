@@ -25,18 +25,7 @@
 #include "ggml-backend-impl.h"
 #include "ggml-cpu.h"
 
-#if defined(TEST_PREFIX_LM)
-#    define G(x) lm_ggml_##x
-#    define C(x) LM_GGML_##x
-#    define PREFIX "lm"
-#elif defined(TEST_PREFIX_WSP)
-#    define G(x) wsp_ggml_##x
-#    define C(x) WSP_GGML_##x
-#    define PREFIX "wsp"
-#else
-#    error "define TEST_PREFIX_LM or TEST_PREFIX_WSP"
-#endif
-#define GB(x) G(backend_##x)
+#include "test_prefix.h"
 
 typedef struct G(tensor) tensor_t;
 

@@ -13,18 +13,7 @@
 #include "ggml-backend.h"
 #include "ggml-simd.h"
 
-#if defined(TEST_PREFIX_LM)
-#    define G(x) lm_ggml_##x
-#    define C(x) LM_GGML_##x
-#    define PREFIX "lm"
-#    define QUANTIZE_CHUNK lm_ggml_quantize_chunk
-#elif defined(TEST_PREFIX_WSP)
-#    define G(x) wsp_ggml_##x
-#    define C(x) WSP_GGML_##x
-#    define PREFIX "wsp"
-#    define QUANTIZE_CHUNK wsp_ggml_wsp_quantize_chunk
-#endif
-#define GB(x) G(backend_##x)
+#include "test_prefix.h"
 
 static int n_checks, n_failed;
 #define CHECK(cond) do { n_checks++; if (!(cond)) { n_failed++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)

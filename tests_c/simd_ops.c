@@ -19,21 +19,7 @@
 #include "ggml-cpu.h"
 #include "ggml-simd.h"
 
-#if defined(TEST_PREFIX_LM)
-#    define G(x) lm_ggml_##x
-#    define C(x) LM_GGML_##x
-#    define PREFIX "lm"
-#    define QUANTIZE_CHUNK lm_ggml_quantize_chunk
-#elif defined(TEST_PREFIX_WSP)
-#    define G(x) wsp_ggml_##x
-#    define C(x) WSP_GGML_##x
-#    define PREFIX "wsp"
-/* whisper.rn's rename script prefixed this one twice */
-#    define QUANTIZE_CHUNK wsp_ggml_wsp_quantize_chunk
-#else
-#    error "define TEST_PREFIX_LM or TEST_PREFIX_WSP"
-#endif
-#define GB(x) G(backend_##x)
+#include "test_prefix.h"
 
 typedef struct G(tensor) tensor_t;
 typedef struct G(context) ctx_t;

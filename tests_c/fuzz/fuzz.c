@@ -39,17 +39,7 @@
 #include "ggml-backend-impl.h"
 #include "ggml-cpu.h"
 
-#if defined(TEST_PREFIX_LM) == defined(TEST_PREFIX_WSP)
-#    error "define exactly one of TEST_PREFIX_LM, TEST_PREFIX_WSP"
-#endif
-#ifdef TEST_PREFIX_LM
-#    define G(x) lm_ggml_##x
-#    define C(x) LM_GGML_##x
-#else
-#    define G(x) wsp_ggml_##x
-#    define C(x) WSP_GGML_##x
-#endif
-#define GB(x) G(backend_##x)
+#include "../test_prefix.h"
 
 typedef struct G(tensor) tensor_t;
 typedef GB(buffer_t) buffer_t;
