@@ -12,6 +12,7 @@
 //             generated token)
 
 #include "llama_run.h"
+#include "log_lines.h"
 
 #include "llama.h"
 
@@ -43,36 +44,19 @@ const char * k_paragraph =
     "children were waiting to hear one more story about storms, wrecks and the "
     "strange lights that sometimes danced on the water after midnight. ";
 
-struct log_state {
-    bool verbose = false;
+struct log_state : log_lines {
     double compute_buffer_mib = 0.0;
-    int lines = 0;
-    int splits = 0, simd_splits = 0;
-    std::string pending;
 };
 
 void log_cb(enum lm_ggml_log_level level, const char * text, void * ud) {
     auto * st = static_cast<log_state *>(ud);
-    if (st->verbose || level == LM_GGML_LOG_LEVEL_ERROR) {
-        fputs(text, stderr);
-    }
-    st->pending += text;
-    size_t nl;
-    while ((nl = st->pending.find('\n')) != std::string::npos) {
-        std::string line = st->pending.substr(0, nl);
-        st->pending.erase(0, nl + 1);
-        st->lines++;
-        // <P>GGML_SCHED_DEBUG=1: "## SPLIT #3: SIMD # 12 inputs: ..."
-        if (line.find("## SPLIT") != std::string::npos) {
-            st->splits++;
-            if (line.find(": SIMD #") != std::string::npos) st->simd_splits++;
-        }
+    st->feed(level == LM_GGML_LOG_LEVEL_ERROR, text, [st](const std::string & line) {
         // e.g. "llama_new_context_with_model:        CPU compute buffer size =   102.25 MiB"
         size_t p = line.find("compute buffer size =");
         if (p != std::string::npos) {
             st->compute_buffer_mib += atof(line.c_str() + p + strlen("compute buffer size ="));
         }
-    }
+    });
 }
 
 uint64_t fnv1a(const void * data, size_t n) {

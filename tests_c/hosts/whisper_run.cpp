@@ -12,6 +12,7 @@
 //     int32  text length, then the segment text bytes
 
 #include "whisper_run.h"
+#include "log_lines.h"
 
 #include "whisper.h"
 
@@ -27,37 +28,20 @@
 
 namespace {
 
-struct log_state {
-    bool verbose = false;
+struct log_state : log_lines {
     double compute_buffer_mb = 0.0;
-    int lines = 0;
-    int splits = 0, simd_splits = 0;
-    std::string pending;
 };
 
 void log_cb(enum wsp_ggml_log_level level, const char * text, void * ud) {
     auto * st = static_cast<log_state *>(ud);
-    if (st->verbose || level == WSP_GGML_LOG_LEVEL_ERROR) {
-        fputs(text, stderr);
-    }
-    st->pending += text;
-    size_t nl;
-    while ((nl = st->pending.find('\n')) != std::string::npos) {
-        std::string line = st->pending.substr(0, nl);
-        st->pending.erase(0, nl + 1);
-        st->lines++;
-        // <P>GGML_SCHED_DEBUG=1: "## SPLIT #3: SIMD # 12 inputs: ..."
-        if (line.find("## SPLIT") != std::string::npos) {
-            st->splits++;
-            if (line.find(": SIMD #") != std::string::npos) st->simd_splits++;
-        }
+    st->feed(level == WSP_GGML_LOG_LEVEL_ERROR, text, [st](const std::string & line) {
         // e.g. "whisper_init_state: compute buffer (encode) =    1.23 MB"
         size_t p = line.find("compute buffer (");
         if (p != std::string::npos) {
             size_t eq = line.find('=', p);
             if (eq != std::string::npos) st->compute_buffer_mb += atof(line.c_str() + eq + 1);
         }
-    }
+    });
 }
 
 bool read_file(const std::string & path, std::vector<uint8_t> & data) {
