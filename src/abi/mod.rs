@@ -166,6 +166,30 @@ pub struct Tensor<R: Rev> {
     pub padding: [c_char; 8],
 }
 
+impl<R: Rev> Tensor<R> {
+    /// A tensor with only a type and a layout (op NONE, no data, buffer, sources, view or name):
+    /// what the scheduler's own copies and views start from.
+    pub fn with_layout(type_: i32, ne: [i64; MAX_DIMS], nb: [usize; MAX_DIMS]) -> Self {
+        Tensor {
+            type_,
+            backend_or_pad: 0,
+            buffer: std::ptr::null_mut(),
+            ne,
+            nb,
+            op: R::OPS.none,
+            op_params: [0; MAX_OP_PARAMS / 4],
+            flags: 0,
+            src: [std::ptr::null_mut(); MAX_SRC],
+            view_src: std::ptr::null_mut(),
+            view_offs: 0,
+            data: std::ptr::null_mut(),
+            name: [0; MAX_NAME],
+            extra: std::ptr::null_mut(),
+            padding: [0; 8],
+        }
+    }
+}
+
 /// A bitwise copy (every field is plain data; pointers are copied, not followed): the scheduler
 /// asks backends about stand-ins of nodes as they will look after their inputs are copied.
 impl<R: Rev> Clone for Tensor<R> {

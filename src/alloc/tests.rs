@@ -18,23 +18,7 @@ fn blank(ne: [i64; 4]) -> T {
     for i in 1..4 {
         nb[i] = nb[i - 1] * ne[i - 1] as usize;
     }
-    T {
-        type_: 0,
-        backend_or_pad: 0,
-        buffer: std::ptr::null_mut(),
-        ne,
-        nb,
-        op: Lm::OPS.none,
-        op_params: [0; MAX_OP_PARAMS / 4],
-        flags: 0,
-        src: [std::ptr::null_mut(); MAX_SRC],
-        view_src: std::ptr::null_mut(),
-        view_offs: 0,
-        data: std::ptr::null_mut(),
-        name: [0; MAX_NAME],
-        extra: std::ptr::null_mut(),
-        padding: [0; 8],
-    }
+    T::with_layout(0, ne, nb)
 }
 
 impl G {

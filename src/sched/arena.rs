@@ -20,23 +20,7 @@ pub fn set_name<R: Rev>(t: &mut Tensor<R>, name: &str) {
 }
 
 fn blank<R: Rev>(src: &Tensor<R>) -> Tensor<R> {
-    Tensor {
-        type_: src.type_,
-        backend_or_pad: 0,
-        buffer: std::ptr::null_mut(),
-        ne: src.ne,
-        nb: src.nb,
-        op: 0,
-        op_params: [0; MAX_OP_PARAMS / 4],
-        flags: 0,
-        src: [std::ptr::null_mut(); MAX_SRC],
-        view_src: std::ptr::null_mut(),
-        view_offs: 0,
-        data: std::ptr::null_mut(),
-        name: [0; MAX_NAME],
-        extra: std::ptr::null_mut(),
-        padding: [0; 8],
-    }
+    Tensor::with_layout(src.type_, src.ne, src.nb)
 }
 
 impl<R: Rev> Arena<R> {
