@@ -48,9 +48,6 @@ impl<R: crate::abi::Rev> FfiDefault for crate::abi::GraphCopy<R> {
         }
     }
 }
-impl FfiDefault for () {
-    fn ffi_default() -> Self {}
-}
 
 /// Fault injection for the tests: `GGML_RS_FAULT_PANIC=<exported function name>` (read once)
 /// makes that function panic inside its guard, to prove a panic never crosses into C.
