@@ -119,6 +119,18 @@ int main(int argc, char ** argv) {
                 snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", wt[w].n, (long long) shapes[s][1], (long long) shapes[s][0], batches[b]);
                 bench(name, c, G(mul_mat)(c, a, x));
             }
+    /* whisper's attention products (tiny-random: 2 heads of 64, 1500 frames) and its decoder's
+       F16 output product, laid out as whisper.cpp builds them */
+    {   struct G(context) * c = new_ctx();
+        tensor_t * k = G(permute)(c, G(new_tensor_3d)(c, C(TYPE_F16), 64, 2, 1500), 0, 2, 1, 3);
+        tensor_t * q = G(permute)(c, G(new_tensor_3d)(c, C(TYPE_F32), 64, 2, 1500), 0, 2, 1, 3);
+        bench("mul_mat f16 KQ 1500x64 x 1500 x 2", c, G(mul_mat)(c, k, q)); }
+    {   struct G(context) * c = new_ctx();
+        tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 1500, 64, 2), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 1500, 1500, 2);
+        bench("mul_mat f16 KQV 64x1500 x 1500 x 2", c, G(mul_mat)(c, v, kq)); }
+    {   struct G(context) * c = new_ctx();
+        tensor_t * a = G(new_tensor_2d)(c, C(TYPE_F16), 128, 51864), * x = G(new_tensor_2d)(c, C(TYPE_F32), 128, 1);
+        bench("mul_mat f16 51864x128 x 1", c, G(mul_mat)(c, a, x)); }
     {   struct G(context) * c = new_ctx(); tensor_t * a = G(new_tensor_2d)(c, C(TYPE_F32), 576, 256);
         bench("rms_norm 576 x 256", c, G(rms_norm)(c, a, 1e-5f)); }
     {   struct G(context) * c = new_ctx(); tensor_t * a = G(new_tensor_2d)(c, C(TYPE_F32), 1536, 256);

@@ -254,6 +254,9 @@ unsafe extern "C" fn backend_free<R: Rev>(b: *mut Backend<R>) {
     if b.is_null() {
         return;
     }
+    if super::profile::enabled() {
+        super::profile::dump();
+    }
     // SAFETY: SIMD backends are made by `init` (Box::into_raw, context too) and freed once, here.
     unsafe {
         let be = Box::from_raw(b);

@@ -160,9 +160,34 @@ pub fn compute_graph<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> boo
             return Ok(STATUS_ABORTED);
         }
         let Some(t) = obj(node) else { bail!("graph has a NULL node") };
-        if !compute_node(s, t)? {
+        let ok = if super::profile::enabled() {
+            let t0 = std::time::Instant::now();
+            let ok = compute_node(s, t)?;
+            super::profile::record(node_key(t), t0.elapsed());
+            ok
+        } else {
+            compute_node(s, t)?
+        };
+        if !ok {
             bail!("a worker thread panicked computing '{}'", t.name());
         }
     }
     Ok(STATUS_SUCCESS)
+}
+
+/// The profile row of a node: op, then each present tensor's type and shape (dst first).
+fn node_key<R: Rev>(t: &Tensor<R>) -> String {
+    let mut key = crate::host::op_name::<R>(t.op).to_string();
+    if t.op == R::OPS.unary {
+        key.push_str(if t.op_params[0] == UNARY_SILU { "(silu)" } else { "(gelu)" });
+    }
+    let d = Raw::of(t);
+    let mut shape = |r: &Raw| key.push_str(&format!(" t{}[{}x{}x{}x{}]", r.ty, r.ne[0], r.ne[1], r.ne[2], r.ne[3]));
+    shape(&d);
+    for &s in t.src.iter().take(2) {
+        if let Some(r) = raw(s) {
+            shape(&r);
+        }
+    }
+    key
 }

@@ -13,6 +13,7 @@ pub mod gelu;
 pub mod matmul;
 pub mod ops;
 pub mod pool;
+pub mod profile;
 pub mod quant;
 pub mod softmax_row;
 pub mod tensor;
