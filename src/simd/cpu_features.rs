@@ -101,6 +101,61 @@ pub fn has_dotprod() -> bool {
     }
 }
 
+/// Environment variable that, set to `1`, keeps the x86 kernels to AVX2 + FMA + F16C even where
+/// the CPU has AVX-512 or AVX-VNNI: how the AVX2-only speed is measured on a newer machine and
+/// how both code paths are tested on one.
+pub const AVX2_ONLY_ENV: &str = "GGML_RS_SIMD_AVX2_ONLY";
+
+fn avx2_only() -> bool {
+    static ONLY: OnceLock<bool> = OnceLock::new();
+    *ONLY.get_or_init(|| std::env::var(AVX2_ONLY_ENV).is_ok_and(|v| v.trim() == "1"))
+}
+
+/// Whether the `Avx2` level may also use AVX-512 (F, BW, VL, DQ with 512-bit VNNI). Like
+/// [`has_dotprod`] on NEON this changes only speed: the AVX-512 kernels compute every output
+/// lane by lane in the same order as the AVX2 ones (an AVX2 accumulator pair per 512-bit
+/// register, `vpdpbusd` forming the same exact integer sums as `pmaddubsw` + `pmaddwd`, which
+/// never saturate on ggml's quant ranges), so results stay bit-identical to ggml-cpu's AVX2
+/// build. False under [`AVX2_ONLY_ENV`], off x86_64, and under valgrind (which hides AVX-512).
+#[inline]
+pub fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static AVX512: OnceLock<bool> = OnceLock::new();
+        *AVX512.get_or_init(|| {
+            !avx2_only()
+                && std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512vl")
+                && std::arch::is_x86_feature_detected!("avx512dq")
+                && std::arch::is_x86_feature_detected!("avx512vnni")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the `Avx2` level may use 256-bit `vpdpbusd` (AVX-VNNI, or AVX512-VNNI with VL): the
+/// same integer sums as the AVX2 pair of instructions it replaces (see [`has_avx512`]).
+#[inline]
+pub fn has_vnni256() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static VNNI: OnceLock<bool> = OnceLock::new();
+        *VNNI.get_or_init(|| {
+            !avx2_only()
+                && (std::arch::is_x86_feature_detected!("avxvnni")
+                    || (std::arch::is_x86_feature_detected!("avx512vnni") && std::arch::is_x86_feature_detected!("avx512vl")))
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The env override as a pure function, so its parsing is testable without touching the
 /// process environment (which is read only once).
 pub fn level_from_env(value: Option<&str>, hw: SimdLevel) -> SimdLevel {

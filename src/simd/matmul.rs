@@ -741,7 +741,7 @@ fn put_tile<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use crate::simd::quant::tile;
+    use crate::simd::quant::{float_tile, tile};
     use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
     use std::arch::x86_64::*;
 
@@ -778,7 +778,7 @@ mod x86 {
         }
     }
 
-    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+    impl<'w, 'a, E: float_tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
         type Row = &'w [E];
         #[inline(always)]
         fn w_row(&self, i: usize) -> &'w [E] {
@@ -788,7 +788,7 @@ mod x86 {
         unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
             // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that all rows
             // have the same length.
-            unsafe { tile::float_tile::<E, R, C>(w, self.acts(j)) }
+            unsafe { float_tile::float_tile::<E, R, C>(w, self.acts(j)) }
         }
     }
 
@@ -801,7 +801,7 @@ mod x86 {
 
     #[inline(never)] // as quant_rows
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn float_rows<'w, 'a, E: tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+    fn float_rows<'w, 'a, E: float_tile::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
         let tiles = FloatTiles::new(w, dst.n(), a);
         // SAFETY: as quant_rows.
         unsafe { walk_tiles(&tiles, dst) }
@@ -926,7 +926,7 @@ mod neon {
         }
     }
 
-    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+    impl<'w, 'a, E: float_tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
         type Row = &'w [E];
         #[inline(always)]
         fn w_row(&self, i: usize) -> &'w [E] {
@@ -934,7 +934,7 @@ mod neon {
         }
         #[inline(always)]
         unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
-            tile::float_tile::<E, R, C>(w, self.acts(j))
+            float_tile::float_tile::<E, R, C>(w, self.acts(j))
         }
     }
 }
