@@ -296,6 +296,13 @@ int main(void) {
         check("cpy f16->f32", c, G(cpy)(c, a, o), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 16, 6, 5, 1);
         check("cont of permuted", c, G(cont)(c, G(permute)(c, a, 0, 2, 1, 3)), bitwise_or(EXACT)); }
+    {   /* llama's merged heads: a permuted [64, 9, 7] made contiguous as [576, 7] (runs of 64) */
+        ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 64, 7, 9, 1);
+        check("cont_2d of permuted heads", c, G(cont_2d)(c, G(permute)(c, a, 0, 2, 1, 3), 576, 7), bitwise_or(EXACT)); }
+    {   /* the V cache write: a transposed [1, 40] f32 into a strided f16 column view */
+        ctx_t * c = new_ctx(); tensor_t * v = t4(c, C(TYPE_F32), 40, 1, 1, 1), * cache = t4(c, C(TYPE_F16), 40 * 32, 1, 1, 1);
+        tensor_t * col = G(view_2d)(c, cache, 1, 40, 32 * G(element_size)(cache), 5 * G(element_size)(cache));
+        check("cpy into a strided f16 column", c, G(cpy)(c, G(transpose)(c, v), col), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx(); tensor_t * a = t4(c, C(TYPE_F32), 24, 10, 1, 1), * kv = t4(c, C(TYPE_F16), 240, 1, 1, 1);
         check("cpy transposed into a flat f16", c, G(cpy)(c, G(transpose)(c, a), kv), bitwise_or(EXACT)); }
     {   ctx_t * c = new_ctx();

@@ -115,30 +115,82 @@ pub fn copy(s: &Session, dst: Raw, src: Raw) -> bool {
             }
         });
     }
-    if dst.ne == src.ne {
-        return for_rows(s, dst.nrows(), dst.nelements(), |r| {
-            let (i1, i2, i3) = dst.row_index(r);
-            if dst.ty == src.ty && dst.nb[0] == src.nb[0] && src.nb[0] == if src.ty == super::super::tensor::F16 { 2 } else { 4 } {
-                let len = dst.ne[0] * dst.nb[0];
-                crate::abi::vtable::copy_bytes(dst.ptr(0, i1, i2, i3) as *mut _, src.ptr(0, i1, i2, i3) as *const _, len);
-            } else {
-                for i0 in 0..dst.ne[0] {
-                    dst.write_f32(i0, i1, i2, i3, src.read_f32(i0, i1, i2, i3));
-                }
-            }
-        });
+    // Element k of dst takes element k of src in row-major order, whatever the two shapes: each
+    // dst row is a few runs of consecutive src elements (one when the shapes are equal), and a
+    // run is copied as a slice when both sides are packed along dim 0. The per-element index
+    // divisions this replaces were most of CONT's time on the permuted attention outputs.
+    let n0 = dst.ne[0];
+    if n0 * dst.nb[0] <= 64 && dst.ne[2] == 1 && dst.ne[3] == 1 {
+        // One short row per cache line (the transposed V-cache write of a decode step, 192 rows
+        // each in its own line of a cache the weights streamed out since the last token): ask for
+        // every line first so the misses overlap instead of queuing behind one another.
+        for r in 0..dst.ne[1] {
+            prefetch_write(dst.data.wrapping_add(r * dst.nb[1]));
+        }
     }
-    // shapes differ: walk both in row-major element order; split by destination rows
     let n0 = dst.ne[0];
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let first = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
-        for (i0, k) in (first..first + n0).enumerate() {
-            let j0 = k % src.ne[0];
-            let j1 = (k / src.ne[0]) % src.ne[1];
-            let j2 = (k / (src.ne[0] * src.ne[1])) % src.ne[2];
-            let j3 = k / (src.ne[0] * src.ne[1] * src.ne[2]);
-            dst.write_f32(i0, i1, i2, i3, src.read_f32(j0, j1, j2, j3));
+        let mut j = [0usize; 4];
+        let mut rest = first;
+        for (d, j) in j.iter_mut().enumerate() {
+            let below: usize = src.ne[..d].iter().product();
+            *j = if d == 3 { rest / below } else { (rest / below) % src.ne[d] };
+        }
+        rest = 0;
+        while rest < n0 {
+            let run = (src.ne[0] - j[0]).min(n0 - rest);
+            copy_run(&dst, [rest, i1, i2, i3], &src, j, run);
+            rest += run;
+            j[0] += run;
+            let mut d = 0;
+            while d < 3 && j[d] == src.ne[d] {
+                j[d] = 0;
+                j[d + 1] += 1;
+                d += 1;
+            }
         }
     })
+}
+
+/// Copies `len` elements along dim 0 from `src` at `j` to `dst` at `i`, converting F32/F16.
+fn copy_run(dst: &Raw, i: [usize; 4], src: &Raw, j: [usize; 4], len: usize) {
+    let ts = |t: &Raw| if t.ty == F16 { 2 } else { 4 };
+    if dst.nb[0] == ts(dst) && src.nb[0] == ts(src) {
+        let (dp, sp) = (dst.ptr(i[0], i[1], i[2], i[3]), src.ptr(j[0], j[1], j[2], j[3]) as *const u8);
+        // SAFETY: both runs lie inside their tensors (indices < ne along every dim, `len` along dim
+        // 0 within the row), are packed along dim 0 and aligned to their element type as ggml
+        // lays them out; `copy` has detached overlapping sources, and this dst row belongs to the
+        // calling thread.
+        unsafe {
+            match (src.ty, dst.ty) {
+                (F16, F16) => std::ptr::copy_nonoverlapping(sp, dp, 2 * len),
+                (F16, _) => f16_to_f32_slice(std::slice::from_raw_parts(sp as *const u16, len), std::slice::from_raw_parts_mut(dp as *mut f32, len)),
+                (_, F16) => f32_to_f16_slice(std::slice::from_raw_parts(sp as *const f32, len), std::slice::from_raw_parts_mut(dp as *mut u16, len)),
+                _ => std::ptr::copy_nonoverlapping(sp, dp, 4 * len),
+            }
+        }
+    } else {
+        for k in 0..len {
+            dst.write_f32(i[0] + k, i[1], i[2], i[3], src.read_f32(j[0] + k, j[1], j[2], j[3]));
+        }
+    }
+}
+
+/// Hints that the line holding `p` will be written soon. Never faults, whatever `p` is.
+#[inline(always)]
+fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; it never faults or changes memory, for any address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as above (`prfm` never faults).
+    unsafe {
+        std::arch::asm!("prfm pstl1keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags))
+    };
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    let _ = p;
 }
