@@ -9,7 +9,8 @@
 # stock and static drivers; the static one with our graph allocator and with the host's,
 # GGML_RS_ALLOC=host), the compute buffer bytes of each reserved graph (ggml-alloc's best fit,
 # ours, and the lower bound: GGML_RS_ALLOC_STATS=1) and, as mode "simd", the static build with GGML_RS_SIMD=1 (the
-# library's SIMD backend computing instead of ggml-cpu); then the per-op table of SIMD against
+# library's SIMD backend computing instead of ggml-cpu; mode "simd-avx2" the same kept to its AVX2
+# kernels with GGML_RS_SIMD_AVX2_ONLY=1, for CPUs that also have AVX-512); then the per-op table of SIMD against
 # ggml-cpu (tests_c/bench_ops.c). Runs are interleaved
 # (stock, static, shared, stock, ...) after one warm-up round; the table shows
 # medians, and each library mode's speed relative to stock (>1 = faster).
@@ -26,7 +27,7 @@ BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-2}"
 RUNS=5
 THREADS=2
-MODES="static shared simd"
+MODES="static shared simd simd-avx2"
 BUILD=1
 while (($#)); do
   case "$1" in
@@ -44,7 +45,7 @@ if ((BUILD)); then
   bash scripts/fetch-hosts.sh >/dev/null
   bash scripts/fetch-models.sh >/dev/null
   targets=()
-  for m in stock $MODES; do [[ $m == simd ]] || targets+=("llama_driver_$m" "whisper_driver_$m"); done
+  for m in stock $MODES; do [[ $m == simd* ]] || targets+=("llama_driver_$m" "whisper_driver_$m"); done
   targets+=(llama_driver_static whisper_driver_static llama_driver_timed_stock llama_driver_timed_static bench_ops_lm)
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   LOG="$BUILD_DIR/bench-build.log"
@@ -67,10 +68,13 @@ tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
 
 
 def run(host, mode):
-    exe = os.path.join(bindir, "%s_driver_%s" % (host, "static" if mode == "simd" else mode))
+    simd = mode in ("simd", "simd-avx2")
+    exe = os.path.join(bindir, "%s_driver_%s" % (host, "static" if simd else mode))
     args = llama_args if host == "llama" else whisper_args
     out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
-    env = dict(os.environ, GGML_RS_SIMD="1") if mode == "simd" else None
+    env = dict(os.environ, GGML_RS_SIMD="1") if simd else None
+    if mode == "simd-avx2":
+        env["GGML_RS_SIMD_AVX2_ONLY"] = "1"
     p = subprocess.run([exe] + args + ["-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         sys.exit("bench: %s failed (%d):\n%s" % (exe, p.returncode, p.stderr[-2000:]))
@@ -176,6 +180,8 @@ for h in ("llama", "whisper"):
 print()
 print("vs stock: speed ratio (>1 = faster than stock) for the timings, size ratio for the buffers")
 print("simd: static build with GGML_RS_SIMD=1 (the library's SIMD backend computes; bit-identical to stock on AVX2)")
+if "simd-avx2" in modes:
+    print("simd-avx2: the same with GGML_RS_SIMD_AVX2_ONLY=1 (no AVX-512 / VNNI kernels even where the CPU has them)")
 for h in ("llama", "whisper"):
     lib_modes = modes
     same = [m for m in lib_modes if outputs[(h, m)] == outputs[(h, "stock")]]

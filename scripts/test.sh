@@ -24,6 +24,13 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure
 
+# On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
+# AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
+if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
+  GGML_RS_SIMD_AVX2_ONLY=1 cargo test --release simd
+  GGML_RS_SIMD_AVX2_ONLY=1 ctest --test-dir "$BUILD_DIR" --output-on-failure -R simd
+fi
+
 # The NEON kernels: cross-built for aarch64 and run under qemu-user (Rust kernel tests on two CPU
 # models, then the C op suite against ggml-cpu compiled for llama.rn's Armv8.2 phones). On an
 # aarch64 machine the suites above already run them natively. GGML_RS_SKIP_AARCH64=1 skips this.
