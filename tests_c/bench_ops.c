@@ -128,6 +128,13 @@ int main(int argc, char ** argv) {
     {   struct G(context) * c = new_ctx();
         tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 1500, 64, 2), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 1500, 1500, 2);
         bench("mul_mat f16 KQV 64x1500 x 1500 x 2", c, G(mul_mat)(c, v, kq)); }
+    /* SmolLM2's decode attention at 288 cached tokens: 9 query heads over 3 F16 KV heads */
+    {   struct G(context) * c = new_ctx();
+        tensor_t * k = G(new_tensor_3d)(c, C(TYPE_F16), 64, 288, 3), * q = G(new_tensor_3d)(c, C(TYPE_F32), 64, 1, 9);
+        bench("mul_mat f16 decode KQ 288x64 x 1 x 9", c, G(mul_mat)(c, k, q)); }
+    {   struct G(context) * c = new_ctx();
+        tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 288, 64, 3), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 288, 1, 9);
+        bench("mul_mat f16 decode KQV 64x288 x 1 x 9", c, G(mul_mat)(c, v, kq)); }
     {   struct G(context) * c = new_ctx();
         tensor_t * a = G(new_tensor_2d)(c, C(TYPE_F16), 128, 51864), * x = G(new_tensor_2d)(c, C(TYPE_F32), 128, 1);
         bench("mul_mat f16 51864x128 x 1", c, G(mul_mat)(c, a, x)); }
