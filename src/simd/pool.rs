@@ -142,8 +142,11 @@ fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
                 spin(&mut spins);
             } else {
                 let mut g = s.park.lock();
+                // Checked under the lock that `session` and `drop` take to notify, so no wakeup
+                // is lost and an idle worker sleeps until the next graph (it used to wake every
+                // 100 ms: two idle worker sets, one per host, kept a phone's cores busy).
                 if !s.active.load(Ordering::Acquire) && s.phase.load(Ordering::Acquire) == seen && !s.shutdown.load(Ordering::Acquire) {
-                    s.wake.wait_for(&mut g, std::time::Duration::from_millis(100));
+                    s.wake.wait(&mut g);
                 }
             }
         }
@@ -200,6 +203,25 @@ mod tests {
                 }
             }
             assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 200));
+        }
+    }
+
+    /// Workers park with no timeout between graphs: each new session must wake them (a lost
+    /// wakeup would hang here, as the parked worker never sees the phase of the job).
+    #[test]
+    fn parked_workers_wake_for_every_new_session() {
+        let pool = Pool::new(3);
+        for round in 0..20 {
+            let hits = AtomicUsize::new(0);
+            {
+                let s = pool.session();
+                assert!(s.run(&|_, _| {
+                    hits.fetch_add(1, Ordering::Relaxed);
+                }));
+            }
+            assert_eq!(hits.load(Ordering::Relaxed), 3);
+            // let the workers reach the condvar before the next session
+            std::thread::sleep(std::time::Duration::from_millis(if round % 2 == 0 { 5 } else { 0 }));
         }
     }
 
