@@ -101,9 +101,13 @@ impl Session<'_> {
         s.done.store(0, Ordering::SeqCst);
         s.phase.fetch_add(1, Ordering::SeqCst);
         let ok = catch_unwind(AssertUnwindSafe(|| f(0, nth))).is_ok();
+        let waited = super::profile::enabled().then(std::time::Instant::now);
         let mut spins = 0u32;
         while s.done.load(Ordering::Acquire) < nth - 1 {
             spin(&mut spins);
+        }
+        if let Some(t0) = waited {
+            super::profile::record("(pool) calling thread waiting for the workers".to_string(), t0.elapsed());
         }
         ok && !s.panicked.swap(false, Ordering::SeqCst)
     }

@@ -171,15 +171,25 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let stride = d.nb[1] / 4;
     let gemm = matmul::use_gemm(w, n);
     // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
-    // counter): 256 rows measured best against 16..512 and one chunk per thread; with many
-    // activations a 16-row chunk is already plenty of work.
-    let chunk_rows = if gemm { matmul::gemm_tile_rows(k) } else if n == 1 { 256 } else { 16 };
+    // counter), so chunks are large (up to 256 rows), but never fewer than four per thread while
+    // they can stay 32 rows or more: with one chunk of 256 rows per thread a 192-row product (K
+    // and V) ran on one thread while the other waited, and 576 rows (Q, O, FFN down) split
+    // 256 + 256 + 64; those waits were ~2 ms of a 13 ms decode step. With many activations a
+    // 16-row chunk is already plenty of work.
+    let (parts, multiple) = if gemm {
+        let rows = matmul::gemm_tile_rows(k);
+        (m.div_ceil(rows), rows)
+    } else if n == 1 {
+        (m.div_ceil(256).max((4 * s.n_threads()).min(m / 32)).max(1), 2)
+    } else {
+        (m.div_ceil(16), 16)
+    };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
         .flat_map(|(bi, &(i2, i3))| {
             let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (n - 1) * stride + m);
-            DstView::new(full, n, m, stride).split_even(m.div_ceil(chunk_rows), chunk_rows).into_iter().map(move |v| (bi, Mutex::new(Some(v))))
+            DstView::new(full, n, m, stride).split_even(parts, multiple).into_iter().map(move |v| (bi, Mutex::new(Some(v))))
         })
         .collect();
     let next = AtomicUsize::new(0);
