@@ -819,7 +819,7 @@ mod x86 {
 
     #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    pub(super) fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
         unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
     }
@@ -844,7 +844,7 @@ mod x86 {
     /// AVX-512 F/BW/VL/DQ/VNNI must be available (AVX2/FMA/F16C too).
     #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    unsafe fn wide_rows<F: tile_avx512::Wide>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, off: &[[i32; 8]], dst: &mut DstView<'_>) {
+    pub(super) unsafe fn wide_rows<F: tile_avx512::Wide>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, off: &[[i32; 8]], dst: &mut DstView<'_>) {
         let rows = dst.weight_rows();
         let n = dst.n();
         if rows.is_empty() || n == 0 {
@@ -1389,6 +1389,55 @@ mod tests {
                 let g1 = run(Path::Gemm(level), &tw, &acts, k, n, 1);
                 let g3 = run(Path::Gemm(level), &tw, &acts, k, n, 3);
                 assert!(nmse(&g3, &g1) < 1e-12, "{wtype:?}");
+            }
+        }
+    }
+
+    /// The AVX-512 tiles give the AVX2 tiles' bits (ggml's AVX2 order) on every shape edge:
+    /// odd row counts and chunk remainders, column tails, n = 1 (matrix-vector), extreme quants.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn wide_tiles_match_avx2_bitwise() {
+        use crate::simd::quant::tile;
+        if !crate::simd::cpu_features::has_avx512() {
+            return;
+        }
+        let mut rng = Lcg::new(77);
+        for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+            for &k in &[32usize, 96, 576] {
+                for &rows in &[1usize, 2, 5, 16, 17, 35] {
+                    let tw = TestWeights::new(wtype, k, rows, &mut rng);
+                    let w = tw.weights();
+                    for &n in &[1usize, 2, 3, 4, 5, 7, 9, 17] {
+                        // a few saturated values per row so quants reach -127 / 127
+                        let acts: Vec<f32> = (0..n * k).map(|i| if i % 37 == 0 { 50.0 } else if i % 41 == 0 { -50.0 } else { rng.next_gauss() }).collect();
+                        let a = Acts::new(&acts, k, n, k);
+                        let mut q = QuantizedActs::new();
+                        q.prepare_at(SimdLevel::Avx2, wtype, &a);
+                        let mut want = vec![0f32; n * rows];
+                        let mut got = vec![f32::NAN; n * rows];
+                        for (buf, wide) in [(&mut want, false), (&mut got, true)] {
+                            // both halves of a split, so views that start mid-matrix are covered
+                            let (l, r) = DstView::new(buf, n, rows, rows).split_at(rows / 3);
+                            for mut v in [l, r] {
+                                // SAFETY: AVX2 is implied by AVX-512 (checked above).
+                                unsafe {
+                                    match (wtype, wide) {
+                                        (WType::Q4_0, false) => x86::quant_rows::<tile::Q4_0>(&w, &q.tile_rows(&q.q8_0), &mut v),
+                                        (WType::Q4_1, false) => x86::quant_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &mut v),
+                                        (_, false) => x86::quant_rows::<tile::Q8_0>(&w, &q.tile_rows(&q.q8_0), &mut v),
+                                        (WType::Q4_0, true) => x86::wide_rows::<tile::Q4_0>(&w, &q.tile_rows(&q.q8_0), &q.off, &mut v),
+                                        (WType::Q4_1, true) => x86::wide_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &[], &mut v),
+                                        (_, true) => x86::wide_rows::<tile::Q8_0>(&w, &q.tile_rows(&q.q8_0), &q.off, &mut v),
+                                    }
+                                }
+                            }
+                        }
+                        let wb: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
+                        let gb: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
+                        assert_eq!(gb, wb, "{wtype:?} k={k} rows={rows} n={n}");
+                    }
+                }
             }
         }
     }
