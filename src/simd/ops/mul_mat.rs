@@ -173,7 +173,21 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
     // counter): 256 rows measured best against 16..512 and one chunk per thread; with many
     // activations a 16-row chunk is already plenty of work.
-    let chunk_rows = if gemm { matmul::gemm_tile_rows(k) } else if n == 1 { 256 } else { 16 };
+    //
+    // For n = 1 the chunk count is also a multiple of the thread count: the model's 576- and
+    // 192-row products made 3 and 1 chunks of up to 256 rows, leaving one thread idle for a third
+    // or all of the product.
+    let nth = s.n_threads().max(1);
+    let chunk_rows = if gemm {
+        matmul::gemm_tile_rows(k)
+    } else if n == 1 && w != WType::F32 && w != WType::F16 {
+        let parts = nth * m.div_ceil(256 * nth);
+        m.div_ceil(parts).next_multiple_of(2)
+    } else if n == 1 {
+        256
+    } else {
+        16
+    };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
