@@ -861,7 +861,7 @@ mod x86 {
                     *slot = blocks_from_bytes::<F::W>(w.row(i + r));
                 }
                 // SAFETY: CPU features by this function's contract; shapes are checked inside.
-                unsafe { tile_avx512::matvec::<F, 2>(&wr[..m], a, off, &mut out[i - r0..i - r0 + m]) };
+                unsafe { tile_avx512::matvec::<F, 4>(&wr[..m], a, off, &mut out[i - r0..i - r0 + m]) };
                 i += m;
             }
             return;
@@ -1438,6 +1438,52 @@ mod tests {
                         assert_eq!(gb, wb, "{wtype:?} k={k} rows={rows} n={n}");
                     }
                 }
+            }
+        }
+    }
+
+    /// Decode-shaped matrix-vector throughput with hot (one matrix) and cold (many matrices, more
+    /// than the caches) weights, AVX2 vs AVX-512 tiles, on one thread. Not a test:
+    /// `cargo test --release --lib bench_matvec -- --ignored --nocapture`
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[ignore = "timing printout"]
+    fn bench_matvec() {
+        use crate::simd::quant::tile;
+        use std::time::Instant;
+        let mut rng = Lcg::new(1);
+        let (k, rows) = (576, 1536);
+        let tw = TestWeights::new(WType::Q4_1, k, rows, &mut rng);
+        let bytes: Vec<u8> = {
+            let w = tw.weights();
+            w.data.to_vec()
+        };
+        let copies = 400; // ~220 MB
+        let big: Vec<u8> = (0..copies).flat_map(|_| bytes.iter().copied()).collect();
+        let acts: Vec<f32> = (0..k).map(|_| rng.next_gauss()).collect();
+        let a = Acts::new(&acts, k, 1, k);
+        let mut q = QuantizedActs::new();
+        q.prepare_at(SimdLevel::Avx2, WType::Q4_1, &a);
+        let mut out = vec![0f32; rows];
+        for wide in [false, true] {
+            for cold in [false, true] {
+                let t = Instant::now();
+                let iters = 2000;
+                for it in 0..iters {
+                    let c = if cold { it % copies } else { 0 };
+                    let w = Weights::new(&big[c * bytes.len()..(c + 1) * bytes.len()], WType::Q4_1, k, tw.stride, rows);
+                    let mut v = DstView::new(&mut out, 1, rows, rows);
+                    // SAFETY: AVX-512 / AVX2 detected by the caller of this ignored bench.
+                    unsafe {
+                        if wide {
+                            x86::wide_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &[], &mut v)
+                        } else {
+                            x86::quant_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &mut v)
+                        }
+                    }
+                }
+                let dt = t.elapsed().as_secs_f64() / iters as f64;
+                println!("wide={wide} cold={cold}: {:.1} us  {:.1} GB/s", dt * 1e6, bytes.len() as f64 / dt / 1e9);
             }
         }
     }

@@ -332,8 +332,10 @@ impl Panel {
     }
 }
 
-/// How far ahead of the block being multiplied [`matvec`] prefetches its weights.
-const PREFETCH_BLOCKS: usize = 24;
+/// How far ahead in memory [`matvec`] prefetches the weights, in bytes. Decoding streams every
+/// weight from DRAM once per token; one core's demand misses plus the hardware prefetcher left
+/// it latency-bound (7.3 GB/s on a Xeon core against 18 GB/s from L2).
+const PREFETCH_BYTES: usize = 4096;
 
 /// Matrix-vector product (one activation column) of rows `w` into `out` (`out[r]` for `w[r]`),
 /// two rows per register and `P` pairs per pass, weights unpacked as they stream in.
@@ -359,18 +361,23 @@ pub(crate) unsafe fn matvec<F: Wide, const P: usize>(w: &[&[F::W]], a: &ActRows<
         }
         let mut acc = [_mm512_setzero_ps(); P];
         let mut summs = [_mm_setzero_ps(); P];
+        // The pass's rows as one byte range (ggml's rows lie in ascending order, usually back to
+        // back), whose lines PREFETCH_BYTES further on are fetched spread over the blocks.
+        let first = wr[0][0].as_ptr() as usize;
+        let last = wr[np - 1][1].as_ptr() as usize + nb * std::mem::size_of::<F::W>();
+        let lines = if last > first && last - first <= 4 * 2 * P * nb * std::mem::size_of::<F::W>() { (last - first).div_ceil(64) } else { 0 };
+        let ahead = (first as *const i8).wrapping_add(PREFETCH_BYTES);
         for b in 0..nb {
+            for l in b * lines / nb..(b + 1) * lines / nb {
+                // prefetching is a hint and never faults, wherever the address points
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(l * 64));
+            }
             // SAFETY (unchecked reads): b < nb <= every row's length and the activations'
             // blocks / d / s / off lengths (asserted).
             let av = bcast256(F::qs(unsafe { a.blocks.get_unchecked(b) }));
             let da = _mm512_set1_ps(unsafe { *a.d.get_unchecked(b) });
             let sa = if F::HAS_MIN { _mm_set1_ps(unsafe { *a.s.get_unchecked(b) }) } else { _mm_setzero_ps() };
             for p in 0..P {
-                for h in 0..2 {
-                    // one row streams from memory: fetch a few blocks ahead (never faults)
-                    let ahead = (wr[p][h].as_ptr() as *const i8).wrapping_add((b + PREFETCH_BLOCKS) * std::mem::size_of::<F::W>());
-                    _mm_prefetch::<_MM_HINT_T0>(ahead);
-                }
                 let (x0, x1) = unsafe { (wr[p][0].get_unchecked(b), wr[p][1].get_unchecked(b)) };
                 // SAFETY: this function requires the Wide methods' CPU features.
                 let (q, sc) = unsafe { (F::pair(x0, x1), F::pair_scales(x0, x1)) };
