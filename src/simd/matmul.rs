@@ -218,6 +218,10 @@ pub struct QuantizedActs {
     /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
     /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
     h: Vec<f32>,
+    /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
+    /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
+    #[cfg(target_arch = "x86_64")]
+    off: Vec<[i32; 8]>,
     kind: QKind,
     k: usize,
     n: usize,
@@ -231,7 +235,18 @@ impl Default for QuantizedActs {
 
 impl QuantizedActs {
     pub fn new() -> Self {
-        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), d: Vec::new(), s: Vec::new(), h: Vec::new(), kind: QKind::None, k: 0, n: 0 }
+        QuantizedActs {
+            q8_0: Vec::new(),
+            q8_1: Vec::new(),
+            d: Vec::new(),
+            s: Vec::new(),
+            h: Vec::new(),
+            #[cfg(target_arch = "x86_64")]
+            off: Vec::new(),
+            kind: QKind::None,
+            k: 0,
+            n: 0,
+        }
     }
 
     /// Converts `acts` to `wtype`'s partner format: Q8_0 / Q8_1 blocks for quantized weights,
@@ -281,6 +296,11 @@ impl QuantizedActs {
                 self.d.resize(nb * n, 0.0);
                 for (i, b) in self.q8_0.iter().enumerate() {
                     self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
+                }
+                #[cfg(target_arch = "x86_64")]
+                if clamp_level(level) == SimdLevel::Avx2 && crate::simd::cpu_features::has_avx512() {
+                    let off = if wtype == WType::Q4_0 { -8 } else { -128 };
+                    quant::tile_avx512::offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
             WType::Q4_1 => {
@@ -741,7 +761,7 @@ fn put_tile<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use crate::simd::quant::{float_tile, tile};
+    use crate::simd::quant::{float_tile, tile, tile_avx512};
     use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
     use std::arch::x86_64::*;
 
@@ -749,7 +769,12 @@ mod x86 {
     /// x activation rows (see `quant::tile`).
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+        let wide = crate::simd::cpu_features::has_avx512();
         match w.wtype {
+            // SAFETY (wide_rows): has_avx512 detected AVX-512 F/BW/VL/DQ/VNNI at runtime.
+            WType::Q4_0 if wide => unsafe { wide_rows::<tile::Q4_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst) },
+            WType::Q4_1 if wide => unsafe { wide_rows::<tile::Q4_1>(w, &q.tile_rows(&q.q8_1), &[], dst) },
+            WType::Q8_0 if wide => unsafe { wide_rows::<tile::Q8_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst) },
             WType::Q4_0 => quant_rows::<tile::Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
             WType::Q4_1 => quant_rows::<tile::Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
             WType::Q8_0 => quant_rows::<tile::Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
@@ -794,9 +819,128 @@ mod x86 {
 
     #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    pub(super) fn quant_rows<F: tile::Format>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
         unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
+    }
+
+    /// Weight rows per [`tile_avx512::Panel`]: 16 rows of up to 48 blocks unpack to 48 KiB.
+    const PANEL_ROWS: usize = 16;
+    /// Row pairs x activation columns of one 512-bit register tile.
+    const WIDE_P: usize = 2;
+    const WIDE_C: usize = 4;
+
+    thread_local! {
+        /// Each worker's unpacked weight panel, reused across chunks and products.
+        static PANEL: std::cell::RefCell<tile_avx512::Panel> = const { std::cell::RefCell::new(tile_avx512::Panel::new()) };
+    }
+
+    /// The rows of `dst` with the AVX-512 kernels: one activation column streams the weights
+    /// through [`tile_avx512::matvec`]; batches unpack [`PANEL_ROWS`] rows at a time into a panel
+    /// and walk it in tiles of [`WIDE_P`] row pairs x [`WIDE_C`] columns. `off` is the prepared
+    /// activations' `vpdpbusd` start values (empty for Q4_1).
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VL/DQ/VNNI must be available (AVX2/FMA/F16C too).
+    #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    pub(super) unsafe fn wide_rows<F: tile_avx512::Wide>(w: &Weights<'_>, a: &tile::ActRows<'_, F::A>, off: &[[i32; 8]], dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let n = dst.n();
+        if rows.is_empty() || n == 0 {
+            return;
+        }
+        let r0 = rows.start;
+        let mut wr: [&[F::W]; PANEL_ROWS] = [&[]; PANEL_ROWS];
+        if n == 1 {
+            let out = dst.row_mut(0);
+            let mut i = rows.start;
+            while i < rows.end {
+                let m = (rows.end - i).min(PANEL_ROWS);
+                for (r, slot) in wr[..m].iter_mut().enumerate() {
+                    *slot = blocks_from_bytes::<F::W>(w.row(i + r));
+                }
+                // SAFETY: CPU features by this function's contract; shapes are checked inside.
+                unsafe { tile_avx512::matvec::<F, 4>(&wr[..m], a, off, &mut out[i - r0..i - r0 + m]) };
+                i += m;
+            }
+            return;
+        }
+        PANEL.with(|panel| {
+            let mut panel = panel.borrow_mut();
+            let mut i = rows.start;
+            while i < rows.end {
+                let m = (rows.end - i).min(PANEL_ROWS);
+                for (r, slot) in wr[..m].iter_mut().enumerate() {
+                    *slot = blocks_from_bytes::<F::W>(w.row(i + r));
+                }
+                // SAFETY (prepare, tiles): CPU features by this function's contract; shapes are
+                // checked inside.
+                unsafe { panel.prepare::<F>(&wr[..m], a) };
+                let pairs = panel.pairs();
+                let mut j = 0;
+                while j + WIDE_C <= n {
+                    unsafe { wide_cols::<F, WIDE_C>(&panel, a, off, pairs, i, j, m, dst) };
+                    j += WIDE_C;
+                }
+                match n - j {
+                    3 => unsafe { wide_cols::<F, 3>(&panel, a, off, pairs, i, j, m, dst) },
+                    2 => unsafe { wide_cols::<F, 2>(&panel, a, off, pairs, i, j, m, dst) },
+                    1 => unsafe { wide_cols::<F, 1>(&panel, a, off, pairs, i, j, m, dst) },
+                    _ => {}
+                }
+                i += m;
+            }
+        });
+    }
+
+    /// Columns `j..j + C` of every row pair of `panel` (rows `i..i + m` of `dst`).
+    ///
+    /// # Safety
+    /// As [`wide_rows`].
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn wide_cols<F: tile_avx512::Wide, const C: usize>(
+        panel: &tile_avx512::Panel,
+        a: &tile::ActRows<'_, F::A>,
+        off: &[[i32; 8]],
+        pairs: usize,
+        i: usize,
+        j: usize,
+        m: usize,
+        dst: &mut DstView<'_>,
+    ) {
+        let mut p = 0;
+        // SAFETY (tile calls): passed on from this function's contract.
+        while p + WIDE_P <= pairs {
+            let t = unsafe { panel.tile::<F, WIDE_P, C>(p, a, off, j) };
+            put_pairs(dst, i, j, m, p, &t);
+            p += WIDE_P;
+        }
+        while p < pairs {
+            let t = unsafe { panel.tile::<F, 1, C>(p, a, off, j) };
+            put_pairs(dst, i, j, m, p, &t);
+            p += 1;
+        }
+    }
+
+    /// Stores a panel tile: `t[p][h][c]` is weight row `i + 2 (p0 + p) + h` (when below `m`
+    /// rows of the panel), activation `j + c`.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)] // c, p, h name the output as in the kernel
+    fn put_pairs<const P: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: usize, m: usize, p0: usize, t: &[[[f32; C]; 2]; P]) {
+        let base = i - dst.rows.start;
+        for c in 0..C {
+            let row = dst.row_mut(j + c);
+            for p in 0..P {
+                for h in 0..2 {
+                    let r = 2 * (p0 + p) + h;
+                    if r < m {
+                        row[base + r] = t[p][h][c];
+                    }
+                }
+            }
+        }
     }
 
     #[inline(never)] // as quant_rows
@@ -1245,6 +1389,101 @@ mod tests {
                 let g1 = run(Path::Gemm(level), &tw, &acts, k, n, 1);
                 let g3 = run(Path::Gemm(level), &tw, &acts, k, n, 3);
                 assert!(nmse(&g3, &g1) < 1e-12, "{wtype:?}");
+            }
+        }
+    }
+
+    /// The AVX-512 tiles give the AVX2 tiles' bits (ggml's AVX2 order) on every shape edge:
+    /// odd row counts and chunk remainders, column tails, n = 1 (matrix-vector), extreme quants.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn wide_tiles_match_avx2_bitwise() {
+        use crate::simd::quant::tile;
+        if !crate::simd::cpu_features::has_avx512() {
+            return;
+        }
+        let mut rng = Lcg::new(77);
+        for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+            for &k in &[32usize, 96, 576] {
+                for &rows in &[1usize, 2, 5, 16, 17, 35] {
+                    let tw = TestWeights::new(wtype, k, rows, &mut rng);
+                    let w = tw.weights();
+                    for &n in &[1usize, 2, 3, 4, 5, 7, 9, 17] {
+                        // a few saturated values per row so quants reach -127 / 127
+                        let acts: Vec<f32> = (0..n * k).map(|i| if i % 37 == 0 { 50.0 } else if i % 41 == 0 { -50.0 } else { rng.next_gauss() }).collect();
+                        let a = Acts::new(&acts, k, n, k);
+                        let mut q = QuantizedActs::new();
+                        q.prepare_at(SimdLevel::Avx2, wtype, &a);
+                        let mut want = vec![0f32; n * rows];
+                        let mut got = vec![f32::NAN; n * rows];
+                        for (buf, wide) in [(&mut want, false), (&mut got, true)] {
+                            // both halves of a split, so views that start mid-matrix are covered
+                            let (l, r) = DstView::new(buf, n, rows, rows).split_at(rows / 3);
+                            for mut v in [l, r] {
+                                // SAFETY: AVX2 is implied by AVX-512 (checked above).
+                                unsafe {
+                                    match (wtype, wide) {
+                                        (WType::Q4_0, false) => x86::quant_rows::<tile::Q4_0>(&w, &q.tile_rows(&q.q8_0), &mut v),
+                                        (WType::Q4_1, false) => x86::quant_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &mut v),
+                                        (_, false) => x86::quant_rows::<tile::Q8_0>(&w, &q.tile_rows(&q.q8_0), &mut v),
+                                        (WType::Q4_0, true) => x86::wide_rows::<tile::Q4_0>(&w, &q.tile_rows(&q.q8_0), &q.off, &mut v),
+                                        (WType::Q4_1, true) => x86::wide_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &[], &mut v),
+                                        (_, true) => x86::wide_rows::<tile::Q8_0>(&w, &q.tile_rows(&q.q8_0), &q.off, &mut v),
+                                    }
+                                }
+                            }
+                        }
+                        let wb: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
+                        let gb: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
+                        assert_eq!(gb, wb, "{wtype:?} k={k} rows={rows} n={n}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Decode-shaped matrix-vector throughput with hot (one matrix) and cold (many matrices, more
+    /// than the caches) weights, AVX2 vs AVX-512 tiles, on one thread. Not a test:
+    /// `cargo test --release --lib bench_matvec -- --ignored --nocapture`
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    #[ignore = "timing printout"]
+    fn bench_matvec() {
+        use crate::simd::quant::tile;
+        use std::time::Instant;
+        let mut rng = Lcg::new(1);
+        let (k, rows) = (576, 1536);
+        let tw = TestWeights::new(WType::Q4_1, k, rows, &mut rng);
+        let bytes: Vec<u8> = {
+            let w = tw.weights();
+            w.data.to_vec()
+        };
+        let copies = 400; // ~220 MB
+        let big: Vec<u8> = (0..copies).flat_map(|_| bytes.iter().copied()).collect();
+        let acts: Vec<f32> = (0..k).map(|_| rng.next_gauss()).collect();
+        let a = Acts::new(&acts, k, 1, k);
+        let mut q = QuantizedActs::new();
+        q.prepare_at(SimdLevel::Avx2, WType::Q4_1, &a);
+        let mut out = vec![0f32; rows];
+        for wide in [false, true] {
+            for cold in [false, true] {
+                let t = Instant::now();
+                let iters = 2000;
+                for it in 0..iters {
+                    let c = if cold { it % copies } else { 0 };
+                    let w = Weights::new(&big[c * bytes.len()..(c + 1) * bytes.len()], WType::Q4_1, k, tw.stride, rows);
+                    let mut v = DstView::new(&mut out, 1, rows, rows);
+                    // SAFETY: AVX-512 / AVX2 detected by the caller of this ignored bench.
+                    unsafe {
+                        if wide {
+                            x86::wide_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &[], &mut v)
+                        } else {
+                            x86::quant_rows::<tile::Q4_1>(&w, &q.tile_rows(&q.q8_1), &mut v)
+                        }
+                    }
+                }
+                let dt = t.elapsed().as_secs_f64() / iters as f64;
+                println!("wide={wide} cold={cold}: {:.1} us  {:.1} GB/s", dt * 1e6, bytes.len() as f64 / dt / 1e9);
             }
         }
     }

@@ -180,7 +180,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         let rows = matmul::gemm_tile_rows(k);
         (m.div_ceil(rows), rows)
     } else if n == 1 {
-        (m.div_ceil(256).max((4 * s.n_threads()).min(m / 32)).max(1), 2)
+        (m.div_ceil(256).max((4 * s.n_threads()).min(m / 32)).max(1), 8)
     } else {
         (m.div_ceil(16), 16)
     };

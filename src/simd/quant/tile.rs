@@ -112,8 +112,10 @@ fn half(h: u16) -> f32 {
 
 pub(crate) use super::ActRows;
 
-/// How far ahead of the block being multiplied a matrix-vector product prefetches its weights.
-const PREFETCH_BLOCKS: usize = 24;
+/// How far ahead of the block being multiplied a matrix-vector product prefetches its weights, in
+/// bytes: decoding streams the weights from DRAM, and 24 blocks ahead (~0.5 KiB) left one core
+/// latency-bound at ~5 GB/s where 4 KiB reaches ~8.5 (ignored test `bench_matvec`).
+const PREFETCH_BYTES: usize = 4096;
 
 /// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
 /// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
@@ -155,7 +157,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
             if C == 1 {
                 // One activation row: the weights stream from memory once and the loop waits on
                 // them; fetch a few blocks ahead (prefetching never faults, even past the row).
-                let ahead = (w[r].as_ptr() as *const i8).wrapping_add((b + PREFETCH_BLOCKS) * std::mem::size_of::<F::W>());
+                let ahead = (w[r].as_ptr() as *const i8).wrapping_add(b * std::mem::size_of::<F::W>() + PREFETCH_BYTES);
                 _mm_prefetch::<_MM_HINT_T0>(ahead);
             }
             let (p, dw, mw) = unsafe { F::prep(w[r].get_unchecked(b)) };
