@@ -741,7 +741,8 @@ fn put_tile<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use crate::simd::quant::{float_tile, tile};
+    use crate::simd::cpu_features::has_avx512;
+    use crate::simd::quant::{float_tile, float_tile_avx512, tile};
     use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
     use std::arch::x86_64::*;
 
@@ -753,9 +754,36 @@ mod x86 {
             WType::Q4_0 => quant_rows::<tile::Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
             WType::Q4_1 => quant_rows::<tile::Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
             WType::Q8_0 => quant_rows::<tile::Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+            WType::F16 if has_avx512() => {
+                // SAFETY: AVX-512 was detected at runtime (has_avx512); AVX2/FMA/F16C by this
+                // function's contract.
+                unsafe { float_rows_avx512(|i| w.row_f16(i), |j| q.h_row(j), dst) }
+            }
+            // SAFETY: as above.
+            WType::F32 if has_avx512() => unsafe { float_rows_avx512(|i| w.row_f32(i), |j| acts.row(j), dst) },
             WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
             WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
         }
+    }
+
+    /// F16 / F32 outputs of `dst` with the AVX-512 kernels (same values, see
+    /// `quant::float_tile_avx512`).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL/DQ (`has_avx512`).
+    #[inline(never)] // as quant_rows
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    unsafe fn float_rows_avx512<'w, 'a, E: float_tile_avx512::Elem512 + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let wr: Vec<&[E]> = rows.clone().map(w).collect();
+        let ar: Vec<&[f32]> = (0..dst.n()).map(a).collect();
+        let widen = |src: &[E], out: &mut [f32]| {
+            for (o, &x) in out.iter_mut().zip(src) {
+                *o = x.to_f32();
+            }
+        };
+        // SAFETY: features by this function's contract.
+        unsafe { float_tile_avx512::float_rows(&wr, &ar, widen, |j, r, v| dst.row_mut(j)[r..r + v.len()].copy_from_slice(v)) }
     }
 
     /// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations.

@@ -16,6 +16,8 @@ pub mod q8_1;
 pub(crate) mod tile;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod float_tile;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod float_tile_avx512;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod tile_neon;
 
