@@ -237,7 +237,10 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], widen: imp
             let av = a[0];
             let mut r0 = 0;
             while r0 < m {
-                let rows: [*const E; 8] = std::array::from_fn(|r| w[(r0 + r).min(m - 1)].as_ptr());
+                let mut rows = [w[r0].as_ptr(); 8];
+                for (r, p) in rows.iter_mut().enumerate() {
+                    *p = w[(r0 + r).min(m - 1)].as_ptr();
+                }
                 // SAFETY: rows hold k >= np elements (asserted); features by this function's
                 // contract; the tail reads lw[e * mp + r0..+8] (r0 + 8 <= mp) and av[np + e].
                 let out = unsafe {
@@ -272,7 +275,7 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], widen: imp
         let la = s.la.as_mut_ptr();
         let mut j0 = 0;
         while j0 < n {
-            let cols: [&[f32]; 4] = std::array::from_fn(|c| a[(j0 + c).min(n - 1)]);
+            let cols: [&[f32]; 4] = [a[j0], a[(j0 + 1).min(n - 1)], a[(j0 + 2).min(n - 1)], a[(j0 + 3).min(n - 1)]];
             for e in 0..tail {
                 for c in 0..4 {
                     let v = cols[c][np + e];
