@@ -218,6 +218,9 @@ pub struct QuantizedActs {
     /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
     /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
     h: Vec<f32>,
+    /// Row `j` of `h` starts at `h_off + j * h_stride` (64-byte aligned rows).
+    h_off: usize,
+    h_stride: usize,
     kind: QKind,
     k: usize,
     n: usize,
@@ -231,7 +234,7 @@ impl Default for QuantizedActs {
 
 impl QuantizedActs {
     pub fn new() -> Self {
-        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), d: Vec::new(), s: Vec::new(), h: Vec::new(), kind: QKind::None, k: 0, n: 0 }
+        QuantizedActs { q8_0: Vec::new(), q8_1: Vec::new(), d: Vec::new(), s: Vec::new(), h: Vec::new(), h_off: 0, h_stride: 0, kind: QKind::None, k: 0, n: 0 }
     }
 
     /// Converts `acts` to `wtype`'s partner format: Q8_0 / Q8_1 blocks for quantized weights,
@@ -262,15 +265,14 @@ impl QuantizedActs {
             WType::F32 => self.kind = QKind::None,
             WType::F16 => {
                 self.kind = QKind::F16;
-                self.h.resize(n * k, 0.0);
-                rows(&mut self.h, k, n, par, |j, out| {
-                    HALVES.with(|h| {
-                        let mut halves = h.borrow_mut();
-                        halves.resize(k, 0);
-                        quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
-                        f16_to_f32_slice_at(level, &halves, out);
-                    })
-                });
+                // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
+                // tiles load whole cache lines, and split-line loads slowed whisper's attention
+                let hs = k.next_multiple_of(16);
+                self.h.resize(n * hs + 15, 0.0);
+                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
+                self.h_stride = hs;
+                let off = self.h_off;
+                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
             }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
@@ -317,7 +319,8 @@ impl QuantizedActs {
     }
 
     fn h_row(&self, j: usize) -> &[f32] {
-        &self.h[j * self.k..(j + 1) * self.k]
+        let start = self.h_off + j * self.h_stride;
+        &self.h[start..start + self.k]
     }
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -777,13 +780,8 @@ mod x86 {
         let rows = dst.weight_rows();
         let wr: Vec<&[E]> = rows.clone().map(w).collect();
         let ar: Vec<&[f32]> = (0..dst.n()).map(a).collect();
-        let widen = |src: &[E], out: &mut [f32]| {
-            for (o, &x) in out.iter_mut().zip(src) {
-                *o = x.to_f32();
-            }
-        };
         // SAFETY: features by this function's contract.
-        unsafe { float_tile_avx512::float_rows(&wr, &ar, widen, |j, r, v| {
+        unsafe { float_tile_avx512::float_rows(&wr, &ar, |j, r, v| {
             // fixed-size copies for the usual lengths: a variable-length copy of 2 values went
             // through memcpy, 13% of whisper's KQ
             let row = &mut dst.row_mut(j)[r..r + v.len()];

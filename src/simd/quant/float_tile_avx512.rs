@@ -35,6 +35,8 @@ pub(crate) unsafe trait Elem512: Copy {
     /// `p` points at 16 readable elements; the CPU has AVX-512F.
     unsafe fn load16(p: *const Self) -> __m512;
     fn to_f32(self) -> f32;
+    /// A whole row as f32 (exact).
+    fn widen(src: &[Self], dst: &mut [f32]);
 }
 
 // SAFETY: AVX-512F body, callers guarantee the features (trait contract).
@@ -50,6 +52,10 @@ unsafe impl Elem512 for u16 {
     fn to_f32(self) -> f32 {
         super::f16::fp16_to_fp32(self)
     }
+    #[inline]
+    fn widen(src: &[u16], dst: &mut [f32]) {
+        super::f16::f16_to_f32_slice(src, dst)
+    }
 }
 
 // SAFETY: AVX-512F body, callers guarantee the features (trait contract).
@@ -64,6 +70,10 @@ unsafe impl Elem512 for f32 {
     #[inline]
     fn to_f32(self) -> f32 {
         self
+    }
+    #[inline]
+    fn widen(src: &[f32], dst: &mut [f32]) {
+        dst.copy_from_slice(src)
     }
 }
 
@@ -210,7 +220,7 @@ unsafe fn tile_8x1<E: Elem512>(w: [*const E; 8], a: *const f32, np: usize) -> __
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], widen: impl Fn(&[E], &mut [f32]), mut put: impl FnMut(usize, usize, &[f32])) {
+pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: impl FnMut(usize, usize, &[f32])) {
     let (m, n) = (w.len(), a.len());
     if m == 0 || n == 0 {
         return;
@@ -262,11 +272,14 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], widen: imp
         }
         // f32 weight rows: widened into the panel (F16) or read in place (F32)
         let wrows: Vec<*const f32> = if E::F64_TAIL {
-            s.w.resize(m * k, 0.0);
+            // rows on 64-byte boundaries, as the activations (no split-line loads)
+            let kp = k.next_multiple_of(16);
+            s.w.resize(m * kp + 15, 0.0);
+            let off = (16 - (s.w.as_ptr() as usize / 4) % 16) % 16;
             for (r, row) in w.iter().enumerate() {
-                widen(row, &mut s.w[r * k..(r + 1) * k]);
+                E::widen(row, &mut s.w[off + r * kp..off + r * kp + k]);
             }
-            (0..mp).map(|r| s.w[r.min(m - 1) * k..].as_ptr()).collect()
+            (0..mp).map(|r| s.w[off + r.min(m - 1) * kp..].as_ptr()).collect()
         } else {
             // SAFETY of the cast: E is f32 when F64_TAIL is false (the only two impls).
             (0..mp).map(|r| w[r.min(m - 1)].as_ptr() as *const f32).collect()
