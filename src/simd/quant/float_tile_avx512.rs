@@ -19,6 +19,9 @@
 //! Everything here needs AVX-512 F/BW/VL/DQ plus AVX2/FMA/F16C; callers check
 //! `cpu_features::has_avx512`.
 
+// Register tiles index accumulators, rows and columns with the same numbers.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 use std::cell::RefCell;
 
