@@ -12,7 +12,7 @@
 //! Why it is faster beyond that: the horizontal reductions of eight outputs are done together
 //! ([`reduce8`]: whole-register shuffles and adds, ~3 instructions per output instead of ~7),
 //! F16 weight rows are widened once per chunk instead of once per tile, and the leftovers
-//! (`k % 32` elements, added one by one in f64 for F16 and with f32 FMA for F32) are added for
+//! (`k % 32` elements, added one by one in f64 for F16 and in f32 for F32) are added for
 //! eight outputs at a time from small transposed tables, one lane per output, each lane still
 //! in ggml's sequential order.
 //!
@@ -130,7 +130,8 @@ unsafe fn pair_x4(p: *const f32) -> __m256 {
 
 /// Adds the leftovers to eight reduced sums (lane `o` = output `o`), ggml's way: for each
 /// leftover element `e` in order, `sum += w * a` with the product rounded to f32 and the sum
-/// kept in f64 (`F64`) or fused in f32. `wv(e)` and `av(e)` give the eight lanes' operands.
+/// kept in f64 (`F64`) or in f32, fused as ggml's build does (`float_tile::f32_tail_unfused`).
+/// `wv(e)` and `av(e)` give the eight lanes' operands.
 #[inline(always)]
 unsafe fn add_tail<const F64: bool>(reduced: __m256, tail: usize, wv: impl Fn(usize) -> __m256, av: impl Fn(usize) -> __m256) -> __m256 {
     if tail == 0 {
@@ -146,9 +147,10 @@ unsafe fn add_tail<const F64: bool>(reduced: __m256, tail: usize, wv: impl Fn(us
             _mm512_cvtpd_ps(sum)
         }
     } else {
+        let unfused = super::float_tile::f32_tail_unfused(tail);
         let mut sum = reduced;
         for e in 0..tail {
-            sum = _mm256_fmadd_ps(wv(e), av(e), sum);
+            sum = if e < unfused { _mm256_add_ps(sum, _mm256_mul_ps(wv(e), av(e))) } else { _mm256_fmadd_ps(wv(e), av(e), sum) };
         }
         sum
     }
