@@ -188,6 +188,25 @@ int main(void) {
         snprintf(name, sizeof name, "mul_mat %s broadcast, permuted src1", wnames[w]);
         check(name, c, G(mul_mat)(c, a, b), bitwise_or(w == 0 ? EXACT : MATMUL));
     }
+    {   /* float weights with leftovers past the last 32-element step (added in f64 for F16,
+           with f32 FMA for F32), odd weight-row counts, ragged activation counts, decoding, and
+           whisper's attention shapes (k = 64 with a permuted K, k = 1500); F32 tails of 2..31 mix rounded and fused adds */
+        int64_t fshapes[][3] = { {1500, 9, 13}, {100, 17, 1}, {40, 3, 6}, {72, 33, 2}, {1500, 16, 1}, {64, 37, 45}, {45, 5, 7}, {39, 6, 1}, {34, 4, 5}, {63, 11, 9} };
+        for (int w = 0; w < 2; w++) {
+            for (int s = 0; s < 10; s++) {
+                ctx_t * c = new_ctx();
+                tensor_t * a = t4(c, wtypes[w], fshapes[s][0], fshapes[s][1], 1, 1);
+                tensor_t * b = t4(c, C(TYPE_F32), fshapes[s][0], fshapes[s][2], 1, 1);
+                snprintf(name, sizeof name, "mul_mat %s k=%lld m=%lld n=%lld", wnames[w], (long long) fshapes[s][0], (long long) fshapes[s][1], (long long) fshapes[s][2]);
+                check(name, c, G(mul_mat)(c, a, b), bitwise_or(w == 0 ? EXACT : MATMUL));
+            }
+            ctx_t * c = new_ctx();
+            tensor_t * k = G(permute)(c, t4(c, wtypes[w], 64, 2, 75, 1), 0, 2, 1, 3);
+            tensor_t * q = G(permute)(c, t4(c, C(TYPE_F32), 64, 2, 70, 1), 0, 2, 1, 3);
+            snprintf(name, sizeof name, "mul_mat %s permuted K x permuted Q", wnames[w]);
+            check(name, c, G(mul_mat)(c, k, q), bitwise_or(w == 0 ? EXACT : MATMUL));
+        }
+    }
     {   /* F16 x F16, as whisper's conv (im2col result times kernel) */
         ctx_t * c = new_ctx();
         tensor_t * a = t4(c, C(TYPE_F16), 96, 12, 1, 1);

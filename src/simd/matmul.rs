@@ -222,6 +222,9 @@ pub struct QuantizedActs {
     /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
     #[cfg(target_arch = "x86_64")]
     off: Vec<[i32; 8]>,
+    /// Row `j` of `h` starts at `h_off + j * h_stride` (64-byte aligned rows).
+    h_off: usize,
+    h_stride: usize,
     kind: QKind,
     k: usize,
     n: usize,
@@ -243,6 +246,8 @@ impl QuantizedActs {
             h: Vec::new(),
             #[cfg(target_arch = "x86_64")]
             off: Vec::new(),
+            h_off: 0,
+            h_stride: 0,
             kind: QKind::None,
             k: 0,
             n: 0,
@@ -277,15 +282,14 @@ impl QuantizedActs {
             WType::F32 => self.kind = QKind::None,
             WType::F16 => {
                 self.kind = QKind::F16;
-                self.h.resize(n * k, 0.0);
-                rows(&mut self.h, k, n, par, |j, out| {
-                    HALVES.with(|h| {
-                        let mut halves = h.borrow_mut();
-                        halves.resize(k, 0);
-                        quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut halves);
-                        f16_to_f32_slice_at(level, &halves, out);
-                    })
-                });
+                // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
+                // tiles load whole cache lines, and split-line loads slowed whisper's attention
+                let hs = k.next_multiple_of(16);
+                self.h.resize(n * hs + 15, 0.0);
+                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
+                self.h_stride = hs;
+                let off = self.h_off;
+                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
             }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
@@ -337,7 +341,8 @@ impl QuantizedActs {
     }
 
     fn h_row(&self, j: usize) -> &[f32] {
-        &self.h[j * self.k..(j + 1) * self.k]
+        let start = self.h_off + j * self.h_stride;
+        &self.h[start..start + self.k]
     }
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
@@ -761,7 +766,8 @@ fn put_tile<const R: usize, const C: usize>(dst: &mut DstView<'_>, i: usize, j: 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::*;
-    use crate::simd::quant::{float_tile, tile, tile_avx512};
+    use crate::simd::cpu_features::has_avx512;
+    use crate::simd::quant::{float_tile, float_tile_avx512, tile, tile_avx512};
     use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
     use std::arch::x86_64::*;
 
@@ -778,9 +784,42 @@ mod x86 {
             WType::Q4_0 => quant_rows::<tile::Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
             WType::Q4_1 => quant_rows::<tile::Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
             WType::Q8_0 => quant_rows::<tile::Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+            WType::F16 if has_avx512() => {
+                // SAFETY: AVX-512 was detected at runtime (has_avx512); AVX2/FMA/F16C by this
+                // function's contract.
+                unsafe { float_rows_avx512(|i| w.row_f16(i), |j| q.h_row(j), dst) }
+            }
+            // SAFETY: as above.
+            WType::F32 if has_avx512() => unsafe { float_rows_avx512(|i| w.row_f32(i), |j| acts.row(j), dst) },
             WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
             WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
         }
+    }
+
+    /// F16 / F32 outputs of `dst` with the AVX-512 kernels (same values, see
+    /// `quant::float_tile_avx512`).
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL/DQ (`has_avx512`).
+    #[inline(never)] // as quant_rows
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+    unsafe fn float_rows_avx512<'w, 'a, E: float_tile_avx512::Elem512 + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+        let rows = dst.weight_rows();
+        let wr: Vec<&[E]> = rows.clone().map(w).collect();
+        let ar: Vec<&[f32]> = (0..dst.n()).map(a).collect();
+        // SAFETY: features by this function's contract.
+        unsafe { float_tile_avx512::float_rows(&wr, &ar, |j, r, v| {
+            // fixed-size copies for the usual lengths: a variable-length copy of 2 values went
+            // through memcpy, 13% of whisper's KQ
+            let row = &mut dst.row_mut(j)[r..r + v.len()];
+            match (<&mut [f32; 2]>::try_from(&mut *row), <&[f32; 2]>::try_from(v)) {
+                (Ok(d), Ok(s)) => *d = *s,
+                _ => match (<&mut [f32; 8]>::try_from(&mut *row), <&[f32; 8]>::try_from(v)) {
+                    (Ok(d), Ok(s)) => *d = *s,
+                    _ => row.copy_from_slice(v),
+                },
+            }
+        }) }
     }
 
     /// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations.

@@ -30,7 +30,7 @@ pub fn dump() {
     if rows.is_empty() {
         return;
     }
-    rows.sort_by(|a, b| b.1 .1.cmp(&a.1 .1));
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1 .1));
     let total: Duration = rows.iter().map(|r| r.1 .1).sum();
     eprintln!("GGML_RS_SIMD_PROFILE total {:.3} ms", total.as_secs_f64() * 1e3);
     for (key, (calls, t)) in rows {

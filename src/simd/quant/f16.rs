@@ -100,6 +100,23 @@ pub fn f32_to_f16_slice_at(level: SimdLevel, src: &[f32], dst: &mut [u16]) {
     }
 }
 
+/// Rounds `src` to half precision and back into `dst` (equal lengths): the values ggml's F16
+/// dot products see for f32 activations. One pass with F16C at [`SimdLevel::Avx2`] (no
+/// intermediate half buffer).
+pub fn round_f16_slice_at(level: SimdLevel, src: &[f32], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "round_f16_slice: length mismatch");
+    match clamp_level(level) {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
+        SimdLevel::Avx2 => unsafe { x86::round_f16(src, dst) },
+        _ => {
+            for (d, &s) in dst.iter_mut().zip(src) {
+                *d = fp16_to_fp32(fp32_to_fp16(s));
+            }
+        }
+    }
+}
+
 /// Dot product of half weights with single activations, accumulated in f32.
 ///
 /// Keeping the activations in f32 (ggml converts them to f16 first) costs nothing on F16C
@@ -221,6 +238,21 @@ pub(crate) mod x86 {
         }
         for i in full..n {
             dst[i] = fp32_to_fp16(src[i]);
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn round_f16(src: &[f32], dst: &mut [f32]) {
+        let n = src.len().min(dst.len());
+        let full = n / 8 * 8;
+        for i in (0..full).step_by(8) {
+            let h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(load8_f32(&src[i..i + 8]));
+            let out = &mut dst[i..i + 8];
+            // SAFETY: `out` is exactly 8 writable f32; storeu has no alignment requirement.
+            unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_cvtph_ps(h)) };
+        }
+        for i in full..n {
+            dst[i] = fp16_to_fp32(fp32_to_fp16(src[i]));
         }
     }
 

@@ -10,8 +10,8 @@
 use std::arch::x86_64::*;
 
 /// One weight row element type of the float products (F16 or F32), with how ggml-cpu finishes
-/// its dot product: F16 adds the leftovers (`k % 32`) in double, F32 in float with FMA (GCC
-/// contracts ggml's `sumf += x[i]*y[i]`).
+/// its dot product: F16 adds the leftovers (`k % 32`) in double, F32 in float, partly fused (see
+/// [`f32_tail_unfused`]).
 ///
 /// # Safety
 /// `load8` uses AVX2/F16C; see [`Format`].
@@ -61,12 +61,23 @@ unsafe impl FloatElem for f32 {
     }
     #[inline]
     fn finish(reduced: f32, w: &[f32], a: &[f32]) -> f32 {
+        let unfused = f32_tail_unfused(w.len());
         let mut sum = reduced;
-        for (&x, &y) in w.iter().zip(a) {
-            sum = x.mul_add(y, sum);
+        for (e, (&x, &y)) in w.iter().zip(a).enumerate() {
+            sum = if e < unfused { sum + x * y } else { x.mul_add(y, sum) };
         }
         sum
     }
+}
+
+/// How many of an F32 dot product's `tail` leftovers ggml-cpu's AVX2 build adds as a rounded
+/// product (`sum + x * y`) rather than fused: GCC vectorizes the leftover loop
+/// `sumf += x[i]*y[i]` into groups of 8 and then one group of 4 (products with `vmulps`, then
+/// added lane by lane in order) and only contracts the last `< 4` elements into scalar FMAs
+/// (read from the stock build's disassembly; the k % 32 != 0 F32 cases in tests_c/simd_ops.c
+/// check it). The sums stay sequential either way.
+pub(crate) fn f32_tail_unfused(tail: usize) -> usize {
+    tail / 8 * 8 + if tail % 8 >= 4 { 4 } else { 0 }
 }
 
 /// Float outputs `(r, c)` of weight rows `w[r]` with activation rows `a[c]` (already rounded to

@@ -18,6 +18,8 @@ pub(crate) mod tile;
 pub(crate) mod tile_avx512;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod float_tile;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod float_tile_avx512;
 #[cfg(target_arch = "aarch64")]
 pub(crate) mod tile_neon;
 
