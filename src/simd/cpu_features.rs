@@ -106,6 +106,7 @@ pub fn has_dotprod() -> bool {
 /// how both code paths are tested on one.
 pub const AVX2_ONLY_ENV: &str = "GGML_RS_SIMD_AVX2_ONLY";
 
+#[cfg(target_arch = "x86_64")]
 fn avx2_only() -> bool {
     static ONLY: OnceLock<bool> = OnceLock::new();
     *ONLY.get_or_init(|| std::env::var(AVX2_ONLY_ENV).is_ok_and(|v| v.trim() == "1"))

@@ -1109,7 +1109,7 @@ mod neon {
         }
     }
 
-    impl<'w, 'a, E: float_tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+    impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
         type Row = &'w [E];
         #[inline(always)]
         fn w_row(&self, i: usize) -> &'w [E] {
@@ -1117,7 +1117,7 @@ mod neon {
         }
         #[inline(always)]
         unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
-            float_tile::float_tile::<E, R, C>(w, self.acts(j))
+            tile::float_tile::<E, R, C>(w, self.acts(j))
         }
     }
 }
