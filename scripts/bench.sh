@@ -69,7 +69,7 @@ tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
 
 
 def run(host, mode):
-    simd = mode in ("simd", "simd-avx2")
+    simd = mode.startswith("simd")
     exe = os.path.join(bindir, "%s_driver_%s" % (host, "static" if simd else mode))
     args = llama_args if host == "llama" else whisper_args
     out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
@@ -77,8 +77,7 @@ def run(host, mode):
     if mode == "simd-avx2":
         env["GGML_RS_SIMD_AVX2_ONLY"] = "1"
     if mode == "simd-sgemm":
-        env = dict(os.environ, GGML_RS_SIMD="1", GGML_RS_SIMD_SGEMM="1")
-        exe = os.path.join(bindir, "%s_driver_static" % host)
+        env["GGML_RS_SIMD_SGEMM"] = "1"
     p = subprocess.run([exe] + args + ["-o", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     if p.returncode != 0:
         sys.exit("bench: %s failed (%d):\n%s" % (exe, p.returncode, p.stderr[-2000:]))
