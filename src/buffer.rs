@@ -72,6 +72,8 @@ impl<R: Rev> CpuStatics<R> {
             memset_tensor: Some(cpu_buffer_memset_tensor::<R>),
             set_tensor: Some(cpu_buffer_set_tensor::<R>),
             get_tensor: Some(cpu_buffer_get_tensor::<R>),
+            // as stock's CPU buffer: 2-D transfers take the row-by-row fallback
+            tensor_2d: R::BUFFER_2D_NONE,
             cpy_tensor: Some(cpu_buffer_cpy_tensor::<R>),
             clear: Some(cpu_buffer_clear::<R>),
             reset: None,
@@ -208,7 +210,7 @@ unsafe extern "C" fn multi_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u
 
 // ---------------------------------------------------------------- tensor data
 
-fn data_buffer<'a, R: Rev>(t: &Tensor<R>) -> Result<&'a Buffer<R>> {
+pub(crate) fn data_buffer<'a, R: Rev>(t: &Tensor<R>) -> Result<&'a Buffer<R>> {
     match obj(t.data_buffer()) {
         Some(b) => Ok(b),
         None => bail!("tensor '{}' has no buffer (not allocated)", t.name()),

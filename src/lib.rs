@@ -19,6 +19,7 @@ pub mod loader;
 pub mod per_rev;
 pub mod registry;
 pub mod tensor;
+pub mod tensor_2d;
 pub mod graph;
 pub mod guard;
 pub mod sched;

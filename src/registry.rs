@@ -69,7 +69,7 @@ impl<R: Rev> Registry<R> {
         for (name, reg_fn) in regs {
             if *name == "cpu" && simd_opt_in {
                 // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)
-                add_simd(&mut state, DEV_TYPE_ACCEL);
+                add_simd(&mut state, R::DEV_TYPE_ACCEL);
             }
             // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or NULL.
             let reg = unsafe { reg_fn() };
@@ -217,10 +217,13 @@ pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*m
     }
 }
 
-/// GPU first, else CPU, as stock.
+/// GPU first (2026: then an integrated GPU), else CPU, as stock.
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     let reg = crate::registry::registry::<R>();
     let mut dev = reg.dev_by_type(DEV_TYPE_GPU)?;
+    if let (true, Some(igpu)) = (dev.is_null(), R::DEV_TYPE_IGPU) {
+        dev = reg.dev_by_type(igpu)?;
+    }
     if dev.is_null() {
         dev = reg.dev_by_type(DEV_TYPE_CPU)?;
     }

@@ -48,6 +48,8 @@ impl Rev for Lm {
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX
     const INPLACE_OPS: &'static [i32] = &[29, 41, 40, 2, 3, 5, 6, 7, 8, 9, 10, 69, 44, 23, 42];
 
+    super::layout_before_2026!();
+
     type InitRet = ();
     type RegHeader = ();
     type UseCounts = ();
@@ -66,6 +68,7 @@ impl Rev for Lm {
             use_counts: (),
             visited_hash_set: HashSet { size: 0, used: std::ptr::null_mut(), keys: std::ptr::null_mut() },
             order: g.order,
+            uid: (),
         }
     }
     fn init_status(_ret: ()) -> Status {

@@ -48,6 +48,8 @@ impl Rev for Wsp {
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX, ROPE_BACK, SILU_BACK, RMS_NORM_BACK, SOFT_MAX_BACK
     const INPLACE_OPS: &'static [i32] = &[30, 43, 42, 2, 3, 5, 6, 7, 8, 9, 10, 77, 46, 23, 44, 47, 21, 24, 45];
 
+    super::layout_before_2026!();
+
     type InitRet = Status;
     type RegHeader = i32;
     type UseCounts = *mut i32;
@@ -67,6 +69,7 @@ impl Rev for Wsp {
             use_counts: g.use_counts,
             visited_hash_set: g.visited_hash_set,
             order: g.order,
+            uid: (),
         }
     }
     fn init_status(ret: Status) -> Status {

@@ -25,9 +25,6 @@ use tensor_map::TensorMap;
 /// Stock's limits: backends per scheduler and pipeline copies when `parallel` is set.
 pub const MAX_BACKENDS: usize = 16;
 pub const MAX_COPIES: usize = 4;
-/// Stock starts a new split when the current one already has this many inputs to copy; we keep
-/// the heuristic (same splits as stock) but never abort past it.
-pub const SPLIT_INPUTS_SOFT_LIMIT: usize = MAX_SRC;
 
 pub struct Split<R: Rev> {
     pub backend_id: usize,
@@ -351,6 +348,30 @@ impl<R: Rev> Sched<R> {
         self.undo_redirects();
         self.reset();
         ensure!(reserved, "failed to reserve the compute buffers");
+        Ok(())
+    }
+
+    /// 2026 `sched_reserve_size`: the compute buffer bytes per backend `g` needs, nothing allocated.
+    pub fn reserve_size(&mut self, g: &mut CGraph<R>) -> Result<Vec<usize>> {
+        self.reset();
+        self.synchronize();
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        let sizes = match &mut self.galloc {
+            Allocator::Ours(a) => a.measure(&self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids),
+            Allocator::Host(_) => Err(crate::error::Error("sched_reserve_size needs the library's allocator (GGML_RS_ALLOC=host is set)".into())),
+        };
+        self.undo_redirects();
+        sizes
+    }
+
+    /// 2026 `sched_split_graph`: assigns and splits `g` (a probe: `get_tensor_backend` and
+    /// `get_n_splits` answer for it) without allocating; the graph stays the caller's.
+    pub fn split_graph_public(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        self.is_alloc = false;
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        self.undo_redirects();
         Ok(())
     }
 
