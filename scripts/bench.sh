@@ -42,6 +42,7 @@ while (($#)); do
 done
 ((RUNS >= 1)) || { echo "bench: -r must be >= 1" >&2; exit 2; }
 
+source scripts/provision.sh build hosts speech
 if ((BUILD)); then
   bash scripts/fetch-hosts.sh >/dev/null
   bash scripts/fetch-models.sh >/dev/null

@@ -10,8 +10,8 @@
 #                                    (scripts/make-speech-wav.py)
 #
 # usage: fetch-models.sh [llama] [whisper]     (default: both)
-# Needs: python3 with pip (numpy is installed with pip when missing), and for
-# whisper espeak-ng.
+# Needs: python3 with pip, and for whisper numpy and espeak-ng (scripts/provision.sh installs
+# what is missing).
 set -euo pipefail
 
 want_llama=0 want_whisper=0
@@ -62,11 +62,8 @@ if ((!want_whisper)); then
   echo "fetch-models: ok ($DIR)"
   exit 0
 fi
-if ! python3 -c "import numpy" >/dev/null 2>&1; then
-  echo "fetch-models: pip install numpy"
-  python3 -m pip install -q numpy ||
-    python3 -m pip install -q --user --break-system-packages numpy
-fi
+# numpy, espeak-ng (only what is missing; scripts/provision.sh)
+source "$ROOT/scripts/provision.sh" build speech
 
 # Regenerate when the generator (or numpy / espeak-ng) changed.
 stamp_of() { # <script> <extra...>
@@ -81,10 +78,6 @@ if [[ ! -s "$WHISPER_MODEL" || "$(cat "$WHISPER_MODEL.stamp" 2>/dev/null)" != "$
   echo "$stamp" >"$WHISPER_MODEL.stamp"
 fi
 
-if ! command -v espeak-ng >/dev/null 2>&1; then
-  echo "fetch-models: espeak-ng not found (apt-get install espeak-ng)" >&2
-  exit 1
-fi
 WAV="$DIR/speech-16k.wav"
 stamp="$(stamp_of "$ROOT/scripts/make-speech-wav.py" "numpy $NUMPY_VER" "$(espeak-ng --version 2>&1 | head -n1)")"
 if [[ ! -s "$WAV" || "$(cat "$WAV.stamp" 2>/dev/null)" != "$stamp" ]]; then

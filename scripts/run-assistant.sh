@@ -49,6 +49,7 @@ done
 [[ "$MODE" == static || "$MODE" == shared ]] || { echo "run-assistant: --mode static|shared" >&2; exit 2; }
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || { echo "run-assistant: -r wants a positive number" >&2; exit 2; }
 
+source scripts/provision.sh build hosts speech
 bash scripts/fetch-hosts.sh
 bash scripts/fetch-models.sh
 M="$ROOT/.cache/models"
