@@ -107,7 +107,7 @@ impl<R: Rev> Copier<'_, R> {
 
 /// `graph_copy`: the graph and everything it reads, duplicated onto `backend` with the data.
 pub fn graph_copy<R: Rev>(backend: &Backend<R>, g: &CGraph<R>) -> Result<GraphCopy<R>> {
-    let core = R::host().core();
+    let core = crate::host::host::<R>().core();
     let p = R::PREFIX;
     let init = require(core.init, "init", p)?;
     let free = require(core.free, "free", p)?;
@@ -171,7 +171,7 @@ pub fn graph_copy<R: Rev>(backend: &Backend<R>, g: &CGraph<R>) -> Result<GraphCo
 
 pub fn graph_copy_free<R: Rev>(copy: GraphCopy<R>) -> Result<()> {
     crate::buffer::buffer_free(copy.buffer);
-    let free = R::host().core().free;
+    let free = crate::host::host::<R>().core().free;
     for c in [copy.ctx_allocated, copy.ctx_unallocated] {
         if let (false, Some(f)) = (c.is_null(), free) {
             // SAFETY: the contexts come from graph_copy and are freed once, here.

@@ -8,7 +8,7 @@ use crate::abi::vtable::{cstr, obj};
 use crate::abi::*;
 use crate::buffer::Ptr;
 use crate::error::Result;
-use crate::loader::DlHandle;
+use crate::dl::DlHandle;
 use crate::{bail, ensure};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,12 +45,19 @@ fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
     Ok(devs)
 }
 
+static REGISTRIES: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+
+/// Revision `R`'s registry, built on first use (concurrent first uses build it once).
+pub fn registry<R: Rev>() -> &'static Registry<R> {
+    REGISTRIES.get::<R, _>(Registry::new)
+}
+
 impl<R: Rev> Registry<R> {
     // no `Default`: this probes the host's backends and is meant to run once per revision (its Lazy static)
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         let mut state = State { backends: Vec::new(), devices: Vec::new() };
-        let regs = &R::host().backend_regs;
+        let regs = &crate::host::host::<R>().backend_regs;
         let host_has_cpu = regs.iter().any(|(name, _)| *name == "cpu");
         let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
         let simd = R::simd();
@@ -212,7 +219,7 @@ pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*m
 
 /// GPU first, else CPU, as stock.
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
-    let reg = R::registry();
+    let reg = crate::registry::registry::<R>();
     let mut dev = reg.dev_by_type(DEV_TYPE_GPU)?;
     if dev.is_null() {
         dev = reg.dev_by_type(DEV_TYPE_CPU)?;

@@ -1,20 +1,15 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
 use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
-use crate::buffer::CpuStatics;
-use crate::host::HostFns;
-use crate::registry::Registry;
 use once_cell::sync::Lazy;
 
 /// Marker for the llama.rn 0.4.4 revision.
 pub struct Lm;
 
-static STATICS: Lazy<CpuStatics<Lm>> = Lazy::new(CpuStatics::new);
-static REGISTRY: Lazy<Registry<Lm>> = Lazy::new(Registry::new);
 static SIMD: Lazy<crate::simd::backend::SimdStatics<Lm>> = Lazy::new(crate::simd::backend::SimdStatics::new);
-static HOST: Lazy<HostFns<Lm>> = Lazy::new(|| HostFns::load(crate::host::sym_lm, crate::host::LOG_LM));
 
 impl Rev for Lm {
+    const SLOT: usize = 0;
     const PREFIX: &'static str = "lm_";
     const ENV_PREFIX: &'static str = "LM_";
     const CASE_INSENSITIVE_NAMES: bool = false;
@@ -79,15 +74,6 @@ impl Rev for Lm {
     fn reg_header() {}
     fn reg_api_version(_reg: &Reg<Self>) -> Option<i32> {
         None
-    }
-    fn statics() -> &'static CpuStatics<Self> {
-        &STATICS
-    }
-    fn registry() -> &'static Registry<Self> {
-        &REGISTRY
-    }
-    fn host() -> &'static HostFns<Self> {
-        &HOST
     }
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD

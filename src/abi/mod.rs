@@ -15,6 +15,9 @@ pub use lm::Lm;
 pub use types::type_traits;
 pub use wsp::Wsp;
 
+/// How many revisions the crate knows (each has a distinct `Rev::SLOT` below this).
+pub const REV_SLOTS: usize = 4;
+
 pub const MAX_DIMS: usize = 4;
 pub const MAX_SRC: usize = 10;
 pub const MAX_OP_PARAMS: usize = 64;
@@ -95,6 +98,8 @@ pub const UNARY_SILU: i32 = 10;
 
 /// What differs between the two ggml revisions. Implemented by the zero-sized markers [`Lm`] and [`Wsp`].
 pub trait Rev: 'static + Sized + Send + Sync {
+    /// This revision's index among the compiled ones: its slot in every `per_rev::PerRev`.
+    const SLOT: usize;
     /// Symbol prefix, e.g. `"lm_"`.
     const PREFIX: &'static str;
     /// Macro prefix used for environment variables, e.g. `"LM_"`.
@@ -138,11 +143,7 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn reg_header() -> Self::RegHeader;
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
 
-    /// Per-revision statics (generic statics do not exist in Rust).
-    fn statics() -> &'static crate::buffer::CpuStatics<Self>;
-    fn registry() -> &'static crate::registry::Registry<Self>;
-    /// The host's functions this library may call, found through weak references.
-    fn host() -> &'static crate::host::HostFns<Self>;
+    /// The simd statics still live here until the SIMD backend keeps its own (`per_rev`).
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self>;
 }
 

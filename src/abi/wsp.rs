@@ -1,20 +1,15 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
 use super::{OpIds, CGraph, Reg, Rev, Status};
-use crate::buffer::CpuStatics;
-use crate::host::HostFns;
-use crate::registry::Registry;
 use once_cell::sync::Lazy;
 
 /// Marker for the whisper.rn 0.4.3 revision.
 pub struct Wsp;
 
-static STATICS: Lazy<CpuStatics<Wsp>> = Lazy::new(CpuStatics::new);
-static REGISTRY: Lazy<Registry<Wsp>> = Lazy::new(Registry::new);
 static SIMD: Lazy<crate::simd::backend::SimdStatics<Wsp>> = Lazy::new(crate::simd::backend::SimdStatics::new);
-static HOST: Lazy<HostFns<Wsp>> = Lazy::new(|| HostFns::load(crate::host::sym_wsp, crate::host::LOG_WSP));
 
 impl Rev for Wsp {
+    const SLOT: usize = 1;
     const PREFIX: &'static str = "wsp_";
     const ENV_PREFIX: &'static str = "WSP_";
     const CASE_INSENSITIVE_NAMES: bool = true;
@@ -82,15 +77,6 @@ impl Rev for Wsp {
     }
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
         Some(reg.header)
-    }
-    fn statics() -> &'static CpuStatics<Self> {
-        &STATICS
-    }
-    fn registry() -> &'static Registry<Self> {
-        &REGISTRY
-    }
-    fn host() -> &'static HostFns<Self> {
-        &HOST
     }
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD

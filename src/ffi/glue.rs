@@ -130,10 +130,10 @@ pub fn multi_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage
     buffer::multi_buffer_set_usage(b, usage)
 }
 pub fn register<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
-    R::registry().register_backend(reg)
+    crate::registry::registry::<R>().register_backend(reg)
 }
 pub fn device_register<R: Rev>(device: *mut Device<R>) -> Result<()> {
-    R::registry().register_device(device)
+    crate::registry::registry::<R>().register_device(device)
 }
 
 // ---------------------------------------------------------------- backend (stream)
@@ -326,33 +326,33 @@ pub fn reg_get_proc_address<R: Rev>(reg: *mut Reg<R>, name: *const c_char) -> Re
     Ok(r.proc_address(name))
 }
 pub fn reg_count<R: Rev>() -> Result<usize> {
-    Ok(R::registry().reg_count())
+    Ok(crate::registry::registry::<R>().reg_count())
 }
 pub fn reg_get<R: Rev>(index: usize) -> Result<*mut Reg<R>> {
-    R::registry().reg_get(index)
+    crate::registry::registry::<R>().reg_get(index)
 }
 pub fn reg_by_name<R: Rev>(name: *const c_char) -> Result<*mut Reg<R>> {
-    R::registry().reg_by_name(&name_arg(name)?)
+    crate::registry::registry::<R>().reg_by_name(&name_arg(name)?)
 }
 pub fn dev_count<R: Rev>() -> Result<usize> {
-    Ok(R::registry().dev_count())
+    Ok(crate::registry::registry::<R>().dev_count())
 }
 pub fn dev_get<R: Rev>(index: usize) -> Result<*mut Device<R>> {
-    R::registry().dev_get(index)
+    crate::registry::registry::<R>().dev_get(index)
 }
 pub fn dev_by_name<R: Rev>(name: *const c_char) -> Result<*mut Device<R>> {
-    R::registry().dev_by_name(&name_arg(name)?)
+    crate::registry::registry::<R>().dev_by_name(&name_arg(name)?)
 }
 pub fn dev_by_type<R: Rev>(type_: DevType) -> Result<*mut Device<R>> {
-    R::registry().dev_by_type(type_)
+    crate::registry::registry::<R>().dev_by_type(type_)
 }
 pub fn init_by_name<R: Rev>(name: *const c_char, params: *const c_char) -> Result<*mut Backend<R>> {
-    let dev = R::registry().dev_by_name(&name_arg(name)?)?;
+    let dev = crate::registry::registry::<R>().dev_by_name(&name_arg(name)?)?;
     ensure!(!dev.is_null(), "no device named '{}'", cstr(name));
     registry::init_dev(dev, params)
 }
 pub fn init_by_type<R: Rev>(type_: DevType, params: *const c_char) -> Result<*mut Backend<R>> {
-    registry::init_dev(R::registry().dev_by_type(type_)?, params)
+    registry::init_dev(crate::registry::registry::<R>().dev_by_type(type_)?, params)
 }
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     registry::init_best()
@@ -364,7 +364,7 @@ pub fn load<R: Rev>(path: *const c_char) -> Result<*mut Reg<R>> {
 pub fn unload<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
     non_null!(reg, "backend reg");
     // stock unloads silently when the reg is unknown
-    R::registry().unregister(reg);
+    crate::registry::registry::<R>().unregister(reg);
     Ok(())
 }
 pub fn load_all<R: Rev>() -> Result<()> {

@@ -20,10 +20,22 @@ impl<R: Rev> Sched<R> {
     pub(super) fn split_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
         let r = self.split_graph_passes(g);
         if r.is_err() {
+            self.undo_redirects();
             self.ids.clear();
             self.is_reset = true;
         }
         r
+    }
+
+    /// Points the user's nodes back at their own sources instead of this scheduler's input
+    /// copies: after a split that will not be computed (a failed allocation, a reserve), the
+    /// graph is the caller's again and may be allocated later.
+    pub(super) fn undo_redirects(&mut self) {
+        for (node, j, src) in self.redirects.drain(..) {
+            if let Some(n) = obj_mut(node) {
+                n.src[j] = src;
+            }
+        }
     }
 
     fn split_graph_passes(&mut self, g: &mut CGraph<R>) -> Result<()> {
@@ -36,8 +48,17 @@ impl<R: Rev> Sched<R> {
             }
         }
         self.splits.clear();
+        self.redirects.clear();
+        self.split_copy = self.cur_copy;
         self.graph_inputs.clear();
         self.is_reset = false;
+        // the previous graph's copies and views die here: nothing may still point at them
+        if !self.arena.is_empty() {
+            for t in self.arena.tensors() {
+                self.ids.forget(t);
+            }
+            self.ids.clear_copies();
+        }
         self.arena.clear();
 
         if self.backends.len() == 1 {
@@ -145,6 +166,7 @@ impl<R: Rev> Sched<R> {
                         self.make_copies(src, cur as usize, false);
                         split.inputs.push(src);
                     }
+                    self.redirects.push((node, j, src));
                     n.src[j] = self.ids.copy(src, cur as usize, self.cur_copy);
                 }
             }
