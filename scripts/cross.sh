@@ -2,18 +2,22 @@
 # Cross builds for the phones llama.rn and whisper.rn ship on, and checks of what they produce.
 #   bash scripts/cross.sh [TARGET...]      (default: all four)
 #     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim
-# For each target: the release static library into dist/<target>/libggml_backend_rs.a (and, for
-# Android with an NDK, libggml_backend_rs.so); the headers are the generated include/{lm,wsp}/.
-# Then it checks each archive (object format and CPU, iOS vs simulator platform, every export of
-# both prefixes, no undefined symbol outside the platform libc / unwinder / the host's weak ggml)
-# and prints a table, and prints sizes next to the stock ggml-backend.cpp + ggml-backend-reg.cpp.
+# For each target: the release static library into dist/<target>/libggml_backend_rs.a and, for
+# Android, the shared library dist/<target>/libggml_backend_rs.so (stripped, as an app packages
+# it); the headers are the generated include/{lm,wsp}/. Then it checks each archive (object format
+# and CPU, iOS vs simulator platform, every export of both prefixes, no undefined symbol outside
+# the platform libc / unwinder / the host's weak ggml) and each .so (ELF machine, SONAME, NEEDED
+# only libc/libm/libdl/liblog, LOAD segments aligned for 16 KB pages, exactly the exports of both
+# prefixes, the unwinder inside, no undefined symbol but bionic's and the host's weak ggml), and
+# prints a table, and prints sizes next to the stock ggml-backend.cpp + ggml-backend-reg.cpp.
 # Exit status 1 when a check fails.
 #
-# No NDK or Apple SDK is needed for the static libraries: src/host.c includes only
-# compiler-provided headers, so a bare `clang --target=...` builds it, and an archive needs no
-# linker. The Android .so needs the NDK (libunwind.a for Rust's panic unwinding, which the panic
-# guard relies on, and the bionic stub libraries): with ANDROID_NDK_HOME set it is linked by the
-# NDK's clang (not tried here: no NDK on this machine), otherwise it is reported BLOCKED.
+# No NDK or Apple SDK is needed: src/host.c includes only compiler-provided headers, so a bare
+# `clang --target=...` builds it, and an archive needs no linker. The Android .so is linked by
+# the NDK's clang when ANDROID_NDK_HOME is set (not tried here: no NDK on this machine), otherwise
+# without an NDK (scripts/android-toolchain.sh): `zig cc` from PyPI's ziglang wheel (clang + lld),
+# empty stub libc/libm/libdl/liblog with the device's SONAMEs, a __dso_handle object, and LLVM's
+# libunwind compiled from the sources in that wheel (Rust's unwinding, which the panic guard needs).
 #   JOBS         (default: 2)     cargo build jobs
 #   ANDROID_API  (default: 23)    llama.rn's and whisper.rn's minSdkVersion
 #   IOS_MIN      (default: 11.0)  the podspecs' iOS platform (the simulator: 14.0, Rust's minimum)
@@ -31,6 +35,7 @@ IOS_MIN="${IOS_MIN:-11.0}"
 IOS_SIM_MIN=14.0
 WORK="$ROOT/target/cross"
 mkdir -p "$WORK/empty-sdk" "$WORK/bin"
+source "$ROOT/scripts/android-toolchain.sh"
 
 # --- 1. tools ---------------------------------------------------------------------------------
 apt_install() {
@@ -76,37 +81,48 @@ clang_triple() {
 
 # --- 2. build ---------------------------------------------------------------------------------
 declare -A SO_STATE
+# build TARGET VARIANT: VARIANT "full" (default features) into dist/<target>/, "no-simd" (the
+# drop-in without the SIMD compute backend: --no-default-features) into dist/<target>/no-simd/
 build() {
-    local t="$1" tu="${1//-/_}" env=() std=()
+    local t="$1" v="$2" tu="${1//-/_}" env=() std=() feat=() types=staticlib dir="dist/$1" linker="" how=""
     env=("CC_$tu=clang" "AR_$tu=$AR")
     case "$t" in
         *-android) env+=("CFLAGS_$tu=--target=$(clang_triple "$t")") ;;
-        *-ios-sim) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_SIM_MIN") ;;
+        *-ios-sim|x86_64-apple-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_SIM_MIN") ;;
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
+    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; }
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
     [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
-    echo "== cargo: $t (std from ${STD_FROM[$t]})"
-    env "${env[@]}" cargo rustc "${std[@]}" --release --lib --crate-type staticlib --target "$t" -j "$JOBS" --quiet
-    mkdir -p "dist/$t"
-    cp "$out/$t/release/libggml_backend_rs.a" "dist/$t/"
-    rm -f "dist/$t/libggml_backend_rs.so"
-    case "$t" in *-android) ;; *) return 0 ;; esac
-    local ndk="${ANDROID_NDK_HOME:-${ANDROID_NDK_ROOT:-}}"
-    local ndk_clang="$ndk/toolchains/llvm/prebuilt/linux-x86_64/bin/$(clang_triple "$t")-clang"
-    if [ -n "$ndk" ] && [ -x "$ndk_clang" ]; then
-        env "${env[@]}" "CC_$tu=$ndk_clang" "CARGO_TARGET_${tu^^}_LINKER=$ndk_clang" \
-            cargo rustc --release --lib --crate-type cdylib --target "$t" -j "$JOBS" --quiet
-        cp "target/$t/release/libggml_backend_rs.so" "dist/$t/"
-        SO_STATE[$t]=built
-    else
-        # linked by hand against generated bionic stubs, only the unwinder stays unresolved
-        SO_STATE[$t]="BLOCKED on the NDK: libunwind.a (_Unwind_*), the bionic libc/libm/libdl/liblog stubs"
+    if [[ "$t" == *-android ]]; then
+        # the shared library from the same compile
+        types=staticlib,cdylib
+        local ndk="${ANDROID_NDK_HOME:-${ANDROID_NDK_ROOT:-}}"
+        local ndk_clang="$ndk/toolchains/llvm/prebuilt/linux-x86_64/bin/$(clang_triple "$t")-clang"
+        if [ -n "$ndk" ] && [ -x "$ndk_clang" ]; then
+            env+=("CC_$tu=$ndk_clang")
+            linker="$ndk_clang" how="linked by the NDK's clang"
+        else
+            # no NDK: zig's clang + lld, stub bionic libraries, libunwind from source
+            android_toolchain "$t" "$WORK/android/$t"
+            linker="$WORK/android/$t/zig-cc" how="linked by zig cc (no NDK)"
+        fi
+        env+=("CARGO_TARGET_${tu^^}_LINKER=$linker")
     fi
+    echo "== cargo: $t $v (std from ${STD_FROM[$t]})"
+    env "${env[@]}" cargo rustc "${std[@]}" "${feat[@]}" --release --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet
+    mkdir -p "$dir"
+    cp "$out/$t/release/libggml_backend_rs.a" "$dir/"
+    rm -f "$dir/libggml_backend_rs.so"
+    [ -n "$how" ] || return 0
+    # as an app packages it (the Android Gradle plugin strips native libraries); the unstripped
+    # one stays in target/
+    "$STRIP" --strip-all "$out/$t/release/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
+    SO_STATE[$t]="$how"
 }
-for t in "${TARGETS[@]}"; do build "$t"; done
+for t in "${TARGETS[@]}"; do build "$t" full; done
 
 # --- 3. checks --------------------------------------------------------------------------------
 # The exports every build must carry: both prefixes of src/ffi/exports.list (build.rs generates
@@ -128,6 +144,37 @@ ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__andro
 # libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
 APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
 
+# The Android shared library: ELF machine, SONAME, NEEDED only the device's libc/libm/libdl/liblog,
+# every LOAD segment aligned for 16 KB pages, exactly the exports of both prefixes, the unwinder
+# inside, no undefined symbol but bionic's and the host's ggml (weak). Sets SO_STATE[$t].
+check_so() {
+    local t="$1" so="$2" bad=0 m want=AArch64 needed align exports und host weak_bad others
+    [ "${t%%-*}" = x86_64 ] && want="Advanced Micro Devices X86-64"
+    local hdr dyn
+    hdr=$("$READELF" -h "$so") dyn=$("$READELF" -d "$so")
+    m=$(sed -n 's/^ *Machine: *//p' <<<"$hdr")
+    [ "$m" = "$want" ] && grep -qE 'Type: +DYN ' <<<"$hdr" || { bad=1; echo "cross.sh: $so: machine '$m', want '$want' (or not a shared object)" >&2; }
+    grep -q '(SONAME) *Library soname: \[libggml_backend_rs.so\]' <<<"$dyn" || { bad=1; echo "cross.sh: $so: no SONAME libggml_backend_rs.so" >&2; }
+    needed=$(sed -n 's/.*(NEEDED) *Shared library: \[\(.*\)\]/\1/p' <<<"$dyn" | sort | tr '\n' ' ')
+    for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || { bad=1; echo "cross.sh: $so: NEEDED $m" >&2; }; done
+    [[ " $needed" == *" libc.so "* ]] || { bad=1; echo "cross.sh: $so: libc.so not NEEDED" >&2; }
+    align=$("$READELF" -l "$so" | awk '$1 == "LOAD" {print $NF}' | sort -u | tr '\n' ' ')
+    [ "$align" = "0x4000 " ] || { bad=1; echo "cross.sh: $so: LOAD alignment $align (want 16384)" >&2; }
+    "$NM" -D --defined-only "$so" | awk '{print $NF}' | sort -u >"$WORK/$t.so.exports"
+    cmp -s "$WORK/$t.so.exports" "$WORK/expected.txt" || { bad=1; echo "cross.sh: $so: dynamic exports differ from src/ffi/exports.list: $(diff "$WORK/expected.txt" "$WORK/$t.so.exports" | grep '^[<>]' | head -5 | tr '\n' ' ')" >&2; }
+    exports=$(comm -12 "$WORK/$t.so.exports" "$WORK/expected.txt" | wc -l)
+    "$NM" -D --undefined-only "$so" | awk '{sub(/@.*/, "", $2); print $1, $2}' | sort -k2 >"$WORK/$t.so.undef"
+    und=$(wc -l <"$WORK/$t.so.undef")
+    host=$(awk '$2 ~ /^(lm|wsp)_ggml_/' "$WORK/$t.so.undef" | wc -l)
+    weak_bad=$(awk '$2 ~ /^(lm|wsp)_ggml_/ && $1 != "w"' "$WORK/$t.so.undef" | wc -l)
+    # bionic-only names (the unwinder is inside: no _Unwind_* may be left)
+    awk '$2 !~ /^(lm|wsp)_ggml_/ {print $2}' "$WORK/$t.so.undef" | comm -23 - "$WORK/glibc.txt" \
+        | grep -vE '^(__errno|__system_property_get|android_set_abort_message|__android_log_.*)$' >"$WORK/$t.so.others" || true
+    others=$(wc -l <"$WORK/$t.so.others")
+    ((weak_bad == 0 && others == 0)) || { bad=1; echo "cross.sh: $so: undefined: $weak_bad host symbols not weak; not bionic's: $(tr '\n' ' ' <"$WORK/$t.so.others")" >&2; }
+    SO_STATE[$t]="$( ((bad)) && echo FAIL || echo ok ) ${SO_STATE[$t]:-}: ELF ${want##* }, SONAME, NEEDED ${needed% }, LOAD align ${align% }, $exports exports, $und undefined ($host host, weak)"
+    return "$bad"
+}
 tbd_target() { [ "${1##*-}" = sim ] && echo arm64-ios-simulator || echo arm64-ios; }
 FAIL=0
 declare -A ROW
@@ -200,15 +247,8 @@ check() {
           printf " ]\n...\n"; } >"$WORK/$t.libSystem.tbd"
     fi
     local so="dist/$t/libggml_backend_rs.so"
-    if [ -f "$so" ] && [ -z "${2:-}" ]; then # (NDK builds only: not exercised on this project's CI)
-        local needed so_bad=0
-        needed=$("$READELF" -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
-        for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || so_bad=1; done
-        "$NM" -D --defined-only "$so" | awk '$3 ~ /^(lm|wsp)_/ {print $3}' | sort -u | cmp -s - "$WORK/expected.txt" || so_bad=1
-        "$NM" -D --undefined-only "$so" | awk '$1 == "U" {print $2}' | sed 's/@.*//' | sort -u | comm -23 - "$WORK/glibc.txt" \
-            | grep -vE "$ANDROID_EXTRA" | grep . >&2 && so_bad=1
-        SO_STATE[$t]="built with the NDK, NEEDED: $needed$( ((so_bad)) && echo '(FAIL: NEEDED, exports or undefined)')"
-        ((so_bad)) && bad=1
+    if [ -f "$so" ] && [ -z "${2:-}" ]; then
+        check_so "$t" "$so" || bad=1
     fi
     ((bad)) && FAIL=1
     ROW[$t]="$( ((bad)) && echo FAIL || echo ok )|$fmt|$plat|$exp|$und|${SO_STATE[$t]:-n/a (static only on iOS)}"
@@ -223,6 +263,9 @@ for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64
         set -- $swap
         if ( FAIL=0; check "$2" "dist/$1/libggml_backend_rs.a" 2>/dev/null; exit "$FAIL" ); then
             echo "cross.sh: the checks accept the $1 archive as $2" >&2; FAIL=1
+        fi
+        if [ -f "dist/$1/libggml_backend_rs.so" ] && ( check_so "$2" "dist/$1/libggml_backend_rs.so" 2>/dev/null ); then
+            echo "cross.sh: the checks accept the $1 shared library as $2" >&2; FAIL=1
         fi
     done
 done
