@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Cross builds for the phones llama.rn and whisper.rn ship on, and checks of what they produce.
 #   bash scripts/cross.sh [TARGET...]      (default: all four)
-#     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim
+#     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios
+# (x86_64-apple-ios is the Intel-Mac simulator; with aarch64-apple-ios-sim it also makes the fat
+# simulator archive dist/ios-simulator/libggml_backend_rs.a, arm64 + x86_64, for the xcframework)
 # For each target: the release static library into dist/<target>/libggml_backend_rs.a and, for
 # Android, the shared library dist/<target>/libggml_backend_rs.so (stripped, as an app packages
 # it); the headers are the generated include/{lm,wsp}/. Then it checks each archive (object format
@@ -26,7 +28,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-ALL=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+ALL=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 JOBS="${JOBS:-2}"
@@ -76,6 +78,7 @@ clang_triple() {
         *-linux-android) echo "${1%%-*}-linux-android$ANDROID_API" ;;
         aarch64-apple-ios) echo "arm64-apple-ios$IOS_MIN" ;;
         aarch64-apple-ios-sim) echo "arm64-apple-ios$IOS_SIM_MIN-simulator" ;;
+        x86_64-apple-ios) echo "x86_64-apple-ios$IOS_SIM_MIN-simulator" ;;
     esac
 }
 
@@ -122,7 +125,10 @@ build() {
     "$STRIP" --strip-all "$out/$t/release/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
     SO_STATE[$t]="$how"
 }
-for t in "${TARGETS[@]}"; do build "$t" full; done
+# the drop-in without SIMD: for these targets (the budget is Android's; iOS on request)
+NOSIMD_TARGETS=" ${CROSS_NOSIMD_TARGETS-aarch64-linux-android x86_64-linux-android} "
+variants() { if [[ "$NOSIMD_TARGETS" == *" $1 "* ]]; then echo full no-simd; else echo full; fi; }
+for t in "${TARGETS[@]}"; do for v in $(variants "$t"); do build "$t" "$v"; done; done
 
 # --- 3. checks --------------------------------------------------------------------------------
 # The exports every build must carry: both prefixes of src/ffi/exports.list (build.rs generates
@@ -175,7 +181,9 @@ check_so() {
     SO_STATE[$t]="$( ((bad)) && echo FAIL || echo ok ) ${SO_STATE[$t]:-}: ELF ${want##* }, SONAME, NEEDED ${needed% }, LOAD align ${align% }, $exports exports, $und undefined ($host host, weak)"
     return "$bad"
 }
-tbd_target() { [ "${1##*-}" = sim ] && echo arm64-ios-simulator || echo arm64-ios; }
+is_sim() { [ "${1##*-}" = sim ] || [ "$1" = x86_64-apple-ios ]; }
+macho_arch() { [ "${1%%-*}" = x86_64 ] && echo x86_64 || echo arm64; }
+tbd_target() { is_sim "$1" && echo "$(macho_arch "$1")-ios-simulator" || echo arm64-ios; }
 FAIL=0
 declare -A ROW
 check() {
@@ -199,14 +207,15 @@ check() {
             ;;
         *-apple-*)
             fmt=$("$OBJDUMP" --macho --private-header "$a" 2>/dev/null | awk '$1 == "MH_MAGIC_64" {print $2, $5}' | sort | uniq -c | awk '{$1=$1; print}')
-            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" ARM64 OBJECT" ]] || bad=1
-            fmt="Mach-O ARM64 x$(echo "$fmt" | cut -d' ' -f1)"
+            local cpu=ARM64; [ "${t%%-*}" = x86_64 ] && cpu=X86_64
+            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" $cpu OBJECT" ]] || bad=1
+            fmt="Mach-O $cpu x$(echo "$fmt" | cut -d' ' -f1)"
             # the platform of each object: LC_VERSION_MIN_IPHONEOS or LC_BUILD_VERSION's platform
             local p
             p=$("$OBJDUMP" --macho --private-headers "$a" 2>/dev/null | awk '
                 /cmd LC_VERSION_MIN_IPHONEOS/ {print "IOS"} /cmd LC_VERSION_MIN_/ && !/IPHONEOS/ {print "OTHER"}
                 /cmd LC_BUILD_VERSION/ {b = 1} b && $1 == "platform" {print toupper($2); b = 0}' | sort | uniq -c | awk '{$1=$1; print}')
-            local want=IOS; [ "${t##*-}" = sim ] && want=IOSSIMULATOR
+            local want=IOS; is_sim "$t" && want=IOSSIMULATOR
             [ "$(echo "$p" | wc -l)" = 1 ] && [[ "$p" == *" $want" ]] || bad=1
             plat="$(echo "$p" | tr '\n' ' ')"
             ;;
@@ -256,7 +265,7 @@ check() {
 # The checks must tell the targets apart: each archive checked as its sibling has to fail (run
 # first: the real checks below overwrite what these leave in target/cross/).
 built() { [[ " ${TARGETS[*]} " == *" $1 "* ]]; }
-for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64-apple-ios-sim; do
+for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64-apple-ios-sim aarch64-apple-ios-sim:x86_64-apple-ios; do
     x="${pair%:*}" y="${pair#*:}"
     built "$x" && built "$y" || continue
     for swap in "$x $y" "$y $x"; do
@@ -270,10 +279,59 @@ for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64
     done
 done
 for t in "${TARGETS[@]}"; do check "$t"; done
+# the no-SIMD builds: the same checks (a subshell: check's own bookkeeping is per target)
+for t in "${TARGETS[@]}"; do
+    [[ "$(variants "$t")" == *no-simd* ]] || continue
+    d="dist/$t/no-simd" r="ok"
+    ( FAIL=0; check "$t" "$d/libggml_backend_rs.a" >/dev/null; exit "$FAIL" ) || r="FAIL (archive)"
+    if [ -f "$d/libggml_backend_rs.so" ]; then check_so "$t" "$d/libggml_backend_rs.so" || r="FAIL (.so)"; fi
+    [ "$r" = ok ] || FAIL=1
+    ROW["$t no-simd"]="$r|no-simd build: archive and .so checked as above|||||${SO_STATE[$t]:-}"
+done
+# The fat simulator archive (arm64 + x86_64 in one universal file, as lipo -create makes it; no
+# lipo here, so written directly: a big-endian fat header, then each archive 2^14-aligned) for the
+# xcframework's one simulator slice, checked: both architectures, each slice byte-identical to
+# its thin archive, one set of host-weak flags.
+if built aarch64-apple-ios-sim && built x86_64-apple-ios; then
+    mkdir -p dist/ios-simulator
+    python3 - dist/ios-simulator/libggml_backend_rs.a dist/aarch64-apple-ios-sim/libggml_backend_rs.a dist/x86_64-apple-ios/libggml_backend_rs.a <<'PY'
+import struct, sys
+out, slices = sys.argv[1], [(0x0100000C, 0, sys.argv[2]), (0x01000007, 3, sys.argv[3])]  # ARM64 ALL, X86_64 ALL
+data = [open(f, "rb").read() for _, _, f in slices]
+align, off, arch = 14, 4096, []
+for (cpu, sub, _), d in zip(slices, data):
+    off = (off + (1 << align) - 1) & ~((1 << align) - 1)
+    arch.append((cpu, sub, off, len(d), align)); off += len(d)
+with open(out, "wb") as fh:
+    fh.write(struct.pack(">II", 0xCAFEBABE, len(arch)))
+    for a in arch: fh.write(struct.pack(">iiIII", *a))
+    for a, d in zip(arch, data): fh.seek(a[2]); fh.write(d)
+PY
+    fat_ok=1
+    [ "$("$OBJDUMP" --macho --universal-headers dist/ios-simulator/libggml_backend_rs.a | awk '$1 == "cputype" {print $2}' | sort | tr '\n' ' ')" = "CPU_TYPE_ARM64 CPU_TYPE_X86_64 " ] || fat_ok=0
+    for t in aarch64-apple-ios-sim x86_64-apple-ios; do
+        "$OBJDUMP" --macho --arch="$(macho_arch "$t")" --archive-headers dist/ios-simulator/libggml_backend_rs.a >"$WORK/fat.$t" 2>&1 || fat_ok=0
+        "$OBJDUMP" --macho --archive-headers "dist/$t/libggml_backend_rs.a" 2>&1 | diff -q - <(sed 's|dist/ios-simulator/libggml_backend_rs.a|dist/'"$t"'/libggml_backend_rs.a|; s/ (architecture [a-z0-9_]*)//' "$WORK/fat.$t") >/dev/null || fat_ok=0
+    done
+    python3 - dist/ios-simulator/libggml_backend_rs.a dist/aarch64-apple-ios-sim/libggml_backend_rs.a dist/x86_64-apple-ios/libggml_backend_rs.a <<'PY' || fat_ok=0
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack(">II", b[:8])[1]
+got = [b[o:o + z] for _, _, o, z, _ in (struct.unpack(">iiIII", b[8 + 20 * i:28 + 20 * i]) for i in range(n))]
+assert got == [open(f, "rb").read() for f in sys.argv[2:]]
+PY
+    cmp -s dist/aarch64-apple-ios-sim/host-weak.ldflags dist/x86_64-apple-ios/host-weak.ldflags || fat_ok=0
+    cp dist/aarch64-apple-ios-sim/host-weak.ldflags dist/ios-simulator/
+    ((fat_ok)) && echo "cross.sh: dist/ios-simulator/libggml_backend_rs.a: fat arm64 + x86_64 simulator archive, slices identical to the thin ones" \
+        || { echo "cross.sh: the fat simulator archive is wrong" >&2; FAIL=1; }
+fi
 git diff --quiet -- include/ || { echo "cross.sh: the cross builds changed include/ (headers must not depend on the target)" >&2; FAIL=1; }
 
 printf '\n%-22s | %-4s | %s\n' target ok 'format; host.c object | platform | exports | undefined | .so'
-for t in "${TARGETS[@]}"; do printf '%-22s | %s\n' "$t" "${ROW[$t]//|/ | }"; done
+for t in "${TARGETS[@]}"; do
+    printf '%-22s | %s\n' "$t" "${ROW[$t]//|/ | }"
+    [ -z "${ROW["$t no-simd"]:-}" ] || printf '%-22s | %s\n' "  (no-simd)" "${ROW["$t no-simd"]//|/ | }"
+done
 
 # --- 4. sizes ---------------------------------------------------------------------------------
 # Like with like: the archive as shipped (debug info stripped) holds Rust's std, which an app
@@ -294,12 +352,12 @@ link_kept() { # target, output, archive/objects..., then "--" and -u roots: text
     while [ "$1" != -- ]; do inputs+=("$1"); shift; done
     shift
     local min="$IOS_MIN"
-    [ "${t##*-}" = sim ] && min="$IOS_SIM_MIN"
+    is_sim "$t" && min="$IOS_SIM_MIN"
     case "$t" in
         *-android) "$LLD" -flavor gnu -shared --gc-sections --exclude-libs=ALL -z undefs -m "$([ "${t%%-*}" = x86_64 ] && echo elf_x86_64 || echo aarch64linux)" \
                        "$@" "${inputs[@]}" -o "$out" 2>"$out.log" ;;
         *) r="$out.exports"; printf '%s\n' "$@" | awk '$1 != "-u"' >"$r"
-           "$LLD" -flavor darwin -arch arm64 -platform_version "$([ "${t##*-}" = sim ] && echo ios-simulator || echo ios)" "$min" "$min" \
+           "$LLD" -flavor darwin -arch "$(macho_arch "$t")" -platform_version "$(is_sim "$t" && echo ios-simulator || echo ios)" "$min" "$min" \
                -dylib -dead_strip -exported_symbols_list "$r" "$@" "${inputs[@]}" "$WORK/$t.libSystem.tbd" \
                $(sed 's/^-Wl,//; s/,/ /g' "dist/$t/host-weak.ldflags") -o "$out" 2>"$out.log" ;;
     esac || { echo "cross.sh: $t: test link failed: $out.log" >&2; grep -m5 error "$out.log" >&2; echo LINK-FAILED; return 0; }
@@ -324,40 +382,81 @@ stock_objs() { # compile the stock two files of package $2 for target $1 with th
     done
     echo "$dir/ggml-backend.o $dir/ggml-backend-reg.o"
 }
+# What each part costs in a kept link: symbol sizes of the unstripped link by origin (demangled
+# names), the unwind tables, and what no symbol covers (mostly constant data); into
+# dist/size-parts.tsv (target variant part kib).
+size_parts() { # target variant linked-file
+    local t="$1" v="$2" f="$3" total tables
+    total=$(text_data "$f")
+    tables=$("$SIZE" -A "$f" | awk '$1 ~ /^(\.eh_frame|\.eh_frame_hdr|\.gcc_except_table|__eh_frame|__unwind_info|__gcc_except_tab)$/ {s += $2} END {print s + 0}')
+    "$NM" -S -C --radix=d --defined-only "$f" 2>/dev/null | awk -v t="$t" -v v="$v" -v total="$total" -v tables="$tables" '
+        NF >= 4 && $3 !~ /^[bBuU]$/ {
+            n = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", n); sz = $2 + 0
+            if (n ~ /ggml_backend_rs::simd|matrixmultiply/) p = "SIMD backend (src/simd, matrixmultiply)"
+            else if (n ~ /ggml_backend_rs::(sched|alloc|graph)/) p = "scheduler and graph allocator"
+            else if (n ~ /ggml_backend_rs|^(lm|wsp)_ggml_backend_|ggml_rs_/) p = "backend layer and exports"
+            else if (n ~ /_Unwind_|__unw_|libunwind|^unw_/) p = "unwinder (libunwind)"
+            else if (n ~ /addr2line|gimli|miniz_oxide|rustc_demangle|[^a-z]object::|backtrace/) p = "Rust std: backtrace printer"
+            else if (n ~ /std::|core::|alloc::|hashbrown|panic_unwind|__rust|__rdl|__rg_|compiler_builtins|parking_lot|once_cell|lock_api/) p = "Rust std, core, alloc, parking_lot"
+            else p = "other symbols"
+            seen[p] += sz; sum += sz
+        }
+        END {
+            for (p in seen) printf "%s\t%s\t%s\t%.0f\n", t, v, p, seen[p] / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "unwind tables (.eh_frame, .gcc_except_table)", tables / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "unattributed (constant data, relocations, PLT, dynamic symbols)", (total - tables - sum) / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "total kept", total / 1024
+        }' | sort -t$'\t' -k1,2 -k4,4nr >>dist/size-parts.tsv
+}
 if [ "${CROSS_SIZES:-1}" = 1 ]; then
     have_stock=0
     [ -f "$PKG/lm/package/cpp/ggml-backend.cpp" ] && [ -f "$PKG/wsp/package/cpp/ggml-backend.cpp" ] && have_stock=1
     echo
-    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode)"
-    printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' target ".a" "stripped" "ours kept: lm / wsp / both" \
-        "stock kept: lm / wsp / both" "ours kept, 1 call"
+    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode; .so: the stripped file)"
+    printf '%-22s | %-7s | %9s | %9s | %-26s | %6s | %s\n' target variant ".a" "stripped" "kept: lm / wsp / both" ".so" "kept, 1 call"
+    printf 'target\tvariant\tlm_kib\twsp_kib\tboth_kib\tso_kib\n' >dist/sizes.tsv
+    printf 'target\tvariant\tpart\tkib\n' >dist/size-parts.tsv
     for t in "${TARGETS[@]}"; do
-        a="dist/$t/libggml_backend_rs.a" u=""
-        case "$t" in *-apple-*) u=_ ;; esac
+      u=""
+      case "$t" in *-apple-*) u=_ ;; esac
+      for v in $(variants "$t"); do
+        d="dist/$t"; [ "$v" = no-simd ] && d="dist/$t/no-simd"
+        a="$d/libggml_backend_rs.a"
         # debug info and the LLVM bitcode rustup's std objects embed (linkers ignore both)
         case "$t" in
             *-apple-*) "$STRIP" --strip-debug --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$a" -o "$WORK/$t.stripped.a" ;;
             *) "$STRIP" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$a" -o "$WORK/$t.stripped.a" ;;
         esac
-        o="$WORK/link-$t"
+        o="$WORK/link-$t-$v"
         lm=$(link_kept "$t" "$o-lm" "$a" -- $(roots "$u" '^lm_' "$WORK/expected.txt"))
         wsp=$(link_kept "$t" "$o-wsp" "$a" -- $(roots "$u" '^wsp_' "$WORK/expected.txt"))
         both=$(link_kept "$t" "$o-both" "$a" -- $(roots "$u" '' "$WORK/expected.txt"))
         one=$(link_kept "$t" "$o-one" "$a" -- -u "${u}lm_ggml_backend_cpu_buffer_type")
-        stock="n/a"
-        if ((have_stock)) && [[ "$t" == *-android ]]; then
-            slm=$(stock_objs "$t" lm) swsp=$(stock_objs "$t" wsp)
-            # stock exports: what each package's two objects define of the backend API
-            s1=$(link_kept "$t" "$o-slm" $slm -- $("$NM" -g --defined-only $slm | awk '{print $3}' | grep -E '^lm_ggml_backend_' | sed 's/^/-u /'))
-            s2=$(link_kept "$t" "$o-swsp" $swsp -- $("$NM" -g --defined-only $swsp | awk '{print $3}' | grep -E '^wsp_ggml_backend_' | sed 's/^/-u /'))
-            stock="$(kib "$s1") / $(kib "$s2") / $(kib $((s1 + s2)))"
-        elif [[ "$t" == *-apple-* ]]; then
-            stock="n/a (no SDK headers)"
-        fi
         [[ "$lm $wsp $both $one" != *LINK-FAILED* ]] || { FAIL=1; lm=0 wsp=0 both=0 one=0; }
-        printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' "$t" "$(kib "$(stat -c %s "$a")")" \
-            "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$stock" "$(kib "$one")"
+        so="-"; [ -f "$d/libggml_backend_rs.so" ] && so=$(kib "$(stat -c %s "$d/libggml_backend_rs.so")")
+        printf '%-22s | %-7s | %9s | %9s | %-26s | %6s | %s\n' "$t" "$v" "$(kib "$(stat -c %s "$a")")" \
+            "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$so" "$(kib "$one")"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$v" "$(kib "$lm")" "$(kib "$wsp")" "$(kib "$both")" "$so" >>dist/sizes.tsv
+        [[ "$both" == LINK-FAILED ]] || size_parts "$t" "$v" "$o-both"
+      done
+      if ((have_stock)) && [[ "$t" == *-android ]]; then
+          o="$WORK/link-$t"
+          slm=$(stock_objs "$t" lm) swsp=$(stock_objs "$t" wsp)
+          # stock exports: what each package's two objects define of the backend API
+          s1=$(link_kept "$t" "$o-slm" $slm -- $("$NM" -g --defined-only $slm | awk '{print $3}' | grep -E '^lm_ggml_backend_' | sed 's/^/-u /'))
+          s2=$(link_kept "$t" "$o-swsp" $swsp -- $("$NM" -g --defined-only $swsp | awk '{print $3}' | grep -E '^wsp_ggml_backend_' | sed 's/^/-u /'))
+          printf '%-22s | %-7s | %9s | %9s | %-26s | %6s |\n' "$t" stock - - "$(kib "$s1") / $(kib "$s2") / $(kib $((s1 + s2)))" -
+          printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" stock "$(kib "$s1")" "$(kib "$s2")" "$(kib $((s1 + s2)))" - >>dist/sizes.tsv
+      fi
     done
+    # the budgets (issue 18): aarch64-linux-android, both prefixes kept
+    while IFS=$'\t' read -r t v lm wsp both so; do
+        [ "$t" = aarch64-linux-android ] || continue
+        case "$v" in full) max=700 ;; no-simd) max=350 ;; *) continue ;; esac
+        if ((both > max)); then echo "cross.sh: size: $t $v keeps $both KiB, budget $max KiB: over by $((both - max)) KiB (not a failure; dist/size-parts.tsv says where it goes)"
+        else echo "cross.sh: size: $t $v keeps $both KiB, within the budget of $max KiB"; fi
+    done <dist/sizes.tsv
+    echo "(dist/sizes.tsv, dist/size-parts.tsv)"
 fi
 echo
 ((FAIL == 0)) && echo "cross.sh: all checks passed" || { echo "cross.sh: a check FAILED (table above)" >&2; exit 1; }

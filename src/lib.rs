@@ -19,4 +19,5 @@ pub mod registry;
 pub mod tensor;
 pub mod graph;
 pub mod sched;
+#[cfg(feature = "simd")]
 pub mod simd;

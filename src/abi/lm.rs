@@ -11,6 +11,7 @@ pub struct Lm;
 
 static STATICS: Lazy<CpuStatics<Lm>> = Lazy::new(CpuStatics::new);
 static REGISTRY: Lazy<Registry<Lm>> = Lazy::new(Registry::new);
+#[cfg(feature = "simd")]
 static SIMD: Lazy<crate::simd::backend::SimdStatics<Lm>> = Lazy::new(crate::simd::backend::SimdStatics::new);
 static HOST: Lazy<HostFns<Lm>> = Lazy::new(|| HostFns::load(crate::host::sym_lm, crate::host::LOG_LM));
 
@@ -89,6 +90,7 @@ impl Rev for Lm {
     fn host() -> &'static HostFns<Self> {
         &HOST
     }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }

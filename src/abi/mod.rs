@@ -143,6 +143,7 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn registry() -> &'static crate::registry::Registry<Self>;
     /// The host's functions this library may call, found through weak references.
     fn host() -> &'static crate::host::HostFns<Self>;
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self>;
 }
 

@@ -11,6 +11,7 @@ pub struct Wsp;
 
 static STATICS: Lazy<CpuStatics<Wsp>> = Lazy::new(CpuStatics::new);
 static REGISTRY: Lazy<Registry<Wsp>> = Lazy::new(Registry::new);
+#[cfg(feature = "simd")]
 static SIMD: Lazy<crate::simd::backend::SimdStatics<Wsp>> = Lazy::new(crate::simd::backend::SimdStatics::new);
 static HOST: Lazy<HostFns<Wsp>> = Lazy::new(|| HostFns::load(crate::host::sym_wsp, crate::host::LOG_WSP));
 
@@ -92,6 +93,7 @@ impl Rev for Wsp {
     fn host() -> &'static HostFns<Self> {
         &HOST
     }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }
