@@ -23,7 +23,9 @@
 #   JOBS         (default: 2)     cargo build jobs
 #   ANDROID_API  (default: 23)    llama.rn's and whisper.rn's minSdkVersion
 #   IOS_MIN      (default: 11.0)  the podspecs' iOS platform (the simulator: 14.0, Rust's minimum)
-#   CROSS_SIZES  (default: 1)     0 skips the size tables
+#   CROSS_SIZES  (default: 1)     0 skips the size tables (else: dist/sizes.tsv, dist/size-parts.tsv)
+#   CROSS_NOSIMD_TARGETS (default: the two Android targets)  also build these without SIMD
+#   CROSS_STD_SIZE (default: 0)   1 builds std from rust-src for size (see build())
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -99,6 +101,16 @@ build() {
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
     [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
+    if [ "${CROSS_STD_SIZE:-0}" = 1 ]; then
+        # std built for size: without its backtrace symbolizer (the panic hook then prints no
+        # symbolized backtrace; catching is unchanged), core/alloc's small algorithms, opt-level z
+        # for every dependency but the SIMD kernels' matrixmultiply
+        rustup component list --installed | grep '^rust-src' >/dev/null || rustup component add rust-src
+        env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std-size)
+        std=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size
+             --config 'profile.release.package."*".opt-level="z"' --config 'profile.release.package.matrixmultiply.opt-level=3')
+        out=target/build-std-size
+    fi
     if [[ "$t" == *-android ]]; then
         # the shared library from the same compile
         types=staticlib,cdylib
