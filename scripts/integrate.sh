@@ -230,24 +230,30 @@ for e in "${ANDROID_ABIS[@]}"; do
 done
 
 ios_dev="$dist/aarch64-apple-ios/libggml_backend_rs.a"
-ios_sim="$dist/aarch64-apple-ios-sim/libggml_backend_rs.a"
+ios_sim="$dist/aarch64-apple-ios-sim/libggml_backend_rs.a" sim_id=ios-arm64-simulator sim_archs=arm64
+# scripts/cross.sh's fat simulator archive (arm64 + x86_64 for Intel Macs), when it made one
+if [[ -f "$dist/ios-simulator/libggml_backend_rs.a" ]]; then
+  ios_sim="$dist/ios-simulator/libggml_backend_rs.a" sim_id=ios-arm64_x86_64-simulator sim_archs="arm64 x86_64"
+fi
 if [[ -f "$ios_dev" && -f "$ios_sim" ]]; then
   X="$P/ios/ggml_backend_rs.xcframework"
-  mkdir -p "$X/ios-arm64" "$X/ios-arm64-simulator"
+  mkdir -p "$X/ios-arm64" "$X/$sim_id"
   cp "$ios_dev" "$X/ios-arm64/libggml_backend_rs.a"
-  cp "$ios_sim" "$X/ios-arm64-simulator/libggml_backend_rs.a"
+  cp "$ios_sim" "$X/$sim_id/libggml_backend_rs.a"
   # scripts/cross.sh writes the -Wl,-U flags of the host symbols the library references weakly.
   weak="$dist/aarch64-apple-ios/host-weak.ldflags"
   [[ -f "$weak" ]] && cmp -s "$weak" "$dist/aarch64-apple-ios-sim/host-weak.ldflags" ||
     die "$weak missing or different from the simulator's (run scripts/cross.sh for both iOS targets)"
   cp "$weak" "$P/ios/host-weak.ldflags"
-  slice() { # identifier [variant]
+  slice() { # identifier architectures [variant]
     printf '\t\t<dict>\n\t\t\t<key>LibraryIdentifier</key>\n\t\t\t<string>%s</string>\n' "$1"
     printf '\t\t\t<key>LibraryPath</key>\n\t\t\t<string>libggml_backend_rs.a</string>\n'
-    printf '\t\t\t<key>SupportedArchitectures</key>\n\t\t\t<array>\n\t\t\t\t<string>arm64</string>\n\t\t\t</array>\n'
+    printf '\t\t\t<key>SupportedArchitectures</key>\n\t\t\t<array>\n'
+    printf '\t\t\t\t<string>%s</string>\n' $2
+    printf '\t\t\t</array>\n'
     printf '\t\t\t<key>SupportedPlatform</key>\n\t\t\t<string>ios</string>\n'
-    if [[ -n "${2:-}" ]]; then
-      printf '\t\t\t<key>SupportedPlatformVariant</key>\n\t\t\t<string>%s</string>\n' "$2"
+    if [[ -n "${3:-}" ]]; then
+      printf '\t\t\t<key>SupportedPlatformVariant</key>\n\t\t\t<string>%s</string>\n' "$3"
     fi
     printf '\t\t</dict>\n'
   }
@@ -255,8 +261,8 @@ if [[ -f "$ios_dev" && -f "$ios_sim" ]]; then
     printf '<?xml version="1.0" encoding="UTF-8"?>\n'
     printf '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
     printf '<plist version="1.0">\n<dict>\n\t<key>AvailableLibraries</key>\n\t<array>\n'
-    slice ios-arm64
-    slice ios-arm64-simulator simulator
+    slice ios-arm64 arm64
+    slice "$sim_id" "$sim_archs" simulator
     printf '\t</array>\n\t<key>CFBundlePackageType</key>\n\t<string>XFWK</string>\n'
     printf '\t<key>XCFrameworkFormatVersion</key>\n\t<string>1.0</string>\n</dict>\n</plist>\n'
   } >"$X/Info.plist"

@@ -90,6 +90,11 @@ if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
 fi
 
 # The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
-# and checked: object format, platform, every export, undefined symbols (scripts/cross.sh).
-# GGML_RS_SKIP_CROSS=1 skips it.
-[ "${GGML_RS_SKIP_CROSS:-0}" = 1 ] || stage "phone builds (cross.sh)" bash scripts/cross.sh
+# and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,
+# every export, undefined symbols, SONAME/NEEDED/16 KB pages (scripts/cross.sh). Then the Android
+# .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
+# (scripts/android-load.sh). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
+if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
+  stage "phone builds (cross.sh)" bash scripts/cross.sh
+  [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || stage "android .so loaded (android-load.sh)" bash scripts/android-load.sh
+fi

@@ -23,4 +23,5 @@ pub mod tensor_2d;
 pub mod graph;
 pub mod guard;
 pub mod sched;
+#[cfg(feature = "simd")]
 pub mod simd;

@@ -60,12 +60,16 @@ impl<R: Rev> Registry<R> {
         let regs = &crate::host::host::<R>().backend_regs;
         let host_has_cpu = regs.iter().any(|(name, _)| *name == "cpu");
         let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
-        let simd = R::simd();
+        #[cfg(feature = "simd")]
         let add_simd = |state: &mut State<R>, dev_type: DevType| {
+            let simd = R::simd();
             simd.set_dev_type(dev_type);
             state.backends.push(Entry { reg: simd.reg, _handle: None });
             state.devices.push(simd.dev);
         };
+        // built without SIMD (cargo feature "simd" off): no SIMD device, as stock
+        #[cfg(not(feature = "simd"))]
+        let add_simd = |_: &mut State<R>, _: DevType| {};
         for (name, reg_fn) in regs {
             if *name == "cpu" && simd_opt_in {
                 // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)

@@ -1,12 +1,12 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
 use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
-use once_cell::sync::Lazy;
 
 /// Marker for the llama.rn 0.4.4 revision.
 pub struct Lm;
 
-static SIMD: Lazy<crate::simd::backend::SimdStatics<Lm>> = Lazy::new(crate::simd::backend::SimdStatics::new);
+#[cfg(feature = "simd")]
+static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Lm>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
 
 impl Rev for Lm {
     const SLOT: usize = 0;
@@ -78,6 +78,7 @@ impl Rev for Lm {
     fn reg_api_version(_reg: &Reg<Self>) -> Option<i32> {
         None
     }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }

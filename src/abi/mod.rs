@@ -175,6 +175,7 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
 
     /// The simd statics still live here until the SIMD backend keeps its own (`per_rev`).
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self>;
 }
 

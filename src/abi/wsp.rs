@@ -1,12 +1,12 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
 use super::{OpIds, CGraph, Reg, Rev, Status};
-use once_cell::sync::Lazy;
 
 /// Marker for the whisper.rn 0.4.3 revision.
 pub struct Wsp;
 
-static SIMD: Lazy<crate::simd::backend::SimdStatics<Wsp>> = Lazy::new(crate::simd::backend::SimdStatics::new);
+#[cfg(feature = "simd")]
+static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Wsp>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
 
 impl Rev for Wsp {
     const SLOT: usize = 1;
@@ -81,6 +81,7 @@ impl Rev for Wsp {
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
         Some(reg.header)
     }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }

@@ -631,12 +631,29 @@ pub fn sched_split_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Res
 
 // ---------------------------------------------------------------- the SIMD backend
 
+#[cfg(feature = "simd")]
 pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
     Ok(R::simd().reg.0)
 }
+#[cfg(feature = "simd")]
 pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
     Ok(crate::simd::backend::init::<R>())
 }
+#[cfg(feature = "simd")]
 pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
     Ok(obj(backend).is_some_and(crate::simd::backend::is_simd))
+}
+// built without SIMD (cargo feature "simd" off): the exports stay (same ABI), saying so
+#[cfg(not(feature = "simd"))]
+pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
+    bail!("this build has no SIMD backend (cargo feature \"simd\" off)")
+}
+#[cfg(not(feature = "simd"))]
+pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
+    bail!("this build has no SIMD backend (cargo feature \"simd\" off)")
+}
+#[cfg(not(feature = "simd"))]
+pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
+    let _ = backend;
+    Ok(false)
 }
