@@ -127,6 +127,9 @@ prov_part_aarch64() {
 prov_part_cross() {
   prov_have clang || prov_want+=(clang)
   prov_have file || prov_want+=(file)
+  # the Android .so loaded under qemu-user (scripts/android-load.sh) needs a glibc aarch64 C++ toolchain
+  prov_have qemu-aarch64 || prov_want+=(qemu-user)
+  prov_have aarch64-linux-gnu-g++ || prov_want+=(g++-aarch64-linux-gnu)
 }
 
 # clang's libFuzzer + ASan runtime (scripts/fuzz.sh): a separate package from clang on Debian
@@ -213,7 +216,7 @@ provision() {
   if [[ " ${parts[*]} " == *" test "* ]]; then prov_fuzz_runtime || return 1; fi
   if [[ " ${parts[*]} " == *" aarch64 "* ]]; then prov_rustup_targets aarch64-unknown-linux-gnu; fi
   if [[ " ${parts[*]} " == *" cross "* ]]; then
-    prov_rustup_targets aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim
+    prov_rustup_targets aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios
     prov_rustup_components llvm-tools rust-src
   fi
   if ((prov_ran)); then prov_log "ready (${parts[*]}; $((SECONDS - prov_t0)) s)"; fi
