@@ -43,7 +43,7 @@ static void on_log(enum G(log_level) level, const char * text, void * ud) {
 
 #include "fake_accel.h"
 
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_PREFIX_WSP) && !defined(TEST_API_2026)
 /* fidelity_wsp6.c: a caller compiled against whisper.rn 0.4.3's prototype (six parameters) */
 bool compare_with_test_node(GB(t) b1, GB(t) b2, struct G(cgraph) * g, GB(eval_callback) cb, void * ud, tensor_t * test_node);
 #endif
@@ -58,12 +58,7 @@ static struct G(context) * new_ctx(size_t n_tensors) {
 
 /* op_offload: wsp's sched_new flag (lm always lets a higher-priority backend offload) */
 static GB(sched_t) new_sched_ex(GB(t) * backends, int n, bool parallel, bool op_offload) {
-#if defined(TEST_PREFIX_WSP)
-    return GB(sched_new)(backends, NULL, n, 64, parallel, op_offload);
-#else
-    (void) op_offload;
-    return GB(sched_new)(backends, NULL, n, 64, parallel);
-#endif
+    return TEST_SCHED_NEW(GB(sched_new), backends, NULL, n, 64, parallel, op_offload);
 }
 static GB(sched_t) new_sched(GB(t) * backends, int n) { return new_sched_ex(backends, n, false, true); }
 
@@ -251,7 +246,7 @@ static void test_op_offload(GB(t) fake, GB(t) cpu) {
             struct G(cgraph) * g = G(new_graph)(ctx);
             G(build_forward_expand)(g, y);
             CHECK(GB(sched_alloc_graph)(s, g));
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_API_OP_OFFLOAD)
             bool on_fake = offload && op_offload;
 #else
             bool on_fake = offload;
@@ -378,7 +373,48 @@ static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
     CHECK(G(graph_n_nodes)(r.g) == 4);
     CHECK(G(graph_node)(r.g, 3) == r.e);
 
-#if defined(TEST_PREFIX_LM) || !defined(GGML_RS_TEST_MODE_stock)
+#if defined(TEST_API_2026)
+    /* 2026: seven parameters; no test nodes is the node-by-node walk */
+    memset(&s, 0, sizeof(s));
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s, NULL, 0));
+    check_node_by_node(&s, &r, 3);
+    memset(&s, 0, sizeof(s));
+    s.stop_after = 2;
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s, NULL, 0));
+    check_node_by_node(&s, &r, 2);
+
+    /* test nodes: the whole graph on both backends, then the callback for every graph node in the
+     * list, in graph order, whatever the callback returns */
+    for (int k = 0; k < 4; k++) {
+        struct cgraph4 fresh = build4(cpu);
+        memset(&s, 0, sizeof(s));
+        s.stop_after = 1;
+        const tensor_t * tn[1] = { G(graph_node)(fresh.g, k) };
+        CHECK(GB(compare_graph_backend)(cpu, cpu2, fresh.g, compare_cb, &s, tn, 1));
+        CHECK(s.n == 1);
+        CHECK(s.idx[0] == k);
+        CHECK(s.t1[0] == tn[0]);
+        CHECK(memcmp(s.v1[0], fresh.want[k], sizeof(s.v1[0])) == 0);
+        CHECK(memcmp(s.v2[0], fresh.want[k], sizeof(s.v2[0])) == 0);
+        float got[N];
+        get_f32(fresh.e, got);
+        CHECK(memcmp(got, fresh.want[3], sizeof(got)) == 0);
+        free4(&fresh);
+    }
+    {
+        /* two test nodes given out of graph order, one of them twice, plus a tensor that is not a
+         * graph node: callbacks follow the graph's order, once per match */
+        struct cgraph4 fresh = build4(cpu);
+        memset(&s, 0, sizeof(s));
+        const tensor_t * tn[4] = { G(graph_node)(fresh.g, 3), fresh.x, G(graph_node)(fresh.g, 1), G(graph_node)(fresh.g, 3) };
+        CHECK(GB(compare_graph_backend)(cpu, cpu2, fresh.g, compare_cb, &s, tn, 4));
+        CHECK(s.n == 3);
+        CHECK(s.idx[0] == 1 && s.idx[1] == 3 && s.idx[2] == 3);
+        CHECK(memcmp(s.v1[0], fresh.want[1], sizeof(s.v1[0])) == 0);
+        CHECK(memcmp(s.v2[2], fresh.want[3], sizeof(s.v2[2])) == 0);
+        free4(&fresh);
+    }
+#elif defined(TEST_PREFIX_LM) || !defined(GGML_RS_TEST_MODE_stock)
     /* the spec's five parameters (lm's only form; wsp's spec header) */
     memset(&s, 0, sizeof(s));
     CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s));
@@ -389,7 +425,7 @@ static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
     check_node_by_node(&s, &r, 2);
 #endif
 
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_PREFIX_WSP) && !defined(TEST_API_2026)
     /* 0.4.3's callers: test_node NULL is the node-by-node walk */
     memset(&s, 0, sizeof(s));
     CHECK(compare_with_test_node(cpu, cpu2, r.g, compare_cb, &s, NULL));

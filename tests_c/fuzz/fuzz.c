@@ -584,7 +584,7 @@ static void cmd_tensor_alloc(void) {
     }
     void * old_data = t ? t->data : NULL;
     buffer_t old_buf = t ? t->buffer : NULL;
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
     enum G(status) st = GB(tensor_alloc)(b, t, (void *) addr);
     (void) st;
 #else
@@ -790,7 +790,7 @@ static void cmd_sched_new(void) {
     if (with_bufts && n > 0 && u8() % 4 == 0) {
         bufts[0] = &min_buft; /* a buffer type the backend does not support */
     }
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_OP_OFFLOAD
     sched = GB(sched_new)(u8() % 16 ? list : NULL, with_bufts ? bufts : NULL, n, graph_size, parallel, u8() & 1);
 #else
     sched = GB(sched_new)(u8() % 16 ? list : NULL, with_bufts ? bufts : NULL, n, graph_size, parallel);
