@@ -855,7 +855,7 @@ static void cmd_graph_build(void) {
      * tensor. With FUZZ_LENIENT set, lm starts each new graph on a fresh scheduler. */
     if (sched && sched_used && !!getenv("FUZZ_LENIENT")) {
         GB(sched_free)(sched);
-        sched = GB(sched_new)(sched_args.list, NULL, sched_args.n, sched_args.graph_size, sched_args.parallel);
+        sched = TEST_SCHED_NEW(GB(sched_new), sched_args.list, NULL, sched_args.n, sched_args.graph_size, sched_args.parallel, true);
         sched_used = false;
         last_split = NULL;
         if (!sched) {
@@ -1137,7 +1137,7 @@ static void cmd_graph_util(void) {
             /* computes the graph node by node on two backends: only for an allocated graph */
             if (gr.direct_ok) {
                 int stop = u8() % 8;
-                (void) GB(compare_graph_backend)(cpu, cpu2, gr.g, u8() % 8 ? cmp_cb : NULL, &stop);
+                (void) TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, cpu2, gr.g, u8() % 8 ? cmp_cb : NULL, &stop);
             }
             break;
         default:
