@@ -22,7 +22,10 @@ else
   echo "test-rev2026: Cargo.toml has no lm-2026 / wsp-2026 features yet: stock hosts only" >&2
 fi
 
+# valgrind and the libFuzzer run stay with the default build (scripts/valgrind.sh, scripts/fuzz.sh
+# build the default revision); the fuzz corpus replay (fuzz_replay_<p>) runs here on the 2026 one.
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON \
-  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$lib_dir" "$@"
+  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$lib_dir" \
+  -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF "$@"
 cmake --build "$BUILD_DIR" -j "$JOBS"
 ctest --test-dir "$BUILD_DIR" --output-on-failure
