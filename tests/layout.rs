@@ -94,7 +94,7 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     off!(m, "Backend", Backend<R>, guid => "guid", iface => "iface", device => "device", context => "context");
     off!(m, "Event", Event<R>, device => "device", context => "context");
     off!(m, "DevCaps", DevCaps, async_ => "async", host_buffer => "host_buffer", buffer_from_host_ptr => "buffer_from_host_ptr", events => "events");
-    off!(m, "DevProps", DevProps, name => "name", description => "description", memory_free => "memory_free",
+    off!(m, "DevProps", DevProps<R>, name => "name", description => "description", memory_free => "memory_free",
         memory_total => "memory_total", type_ => "type", caps => "caps");
     off!(m, "DeviceI", DeviceI<R>, get_name => "get_name", get_description => "get_description", get_memory => "get_memory",
         get_type => "get_type", get_props => "get_props", init_backend => "init_backend", get_buffer_type => "get_buffer_type",
@@ -151,7 +151,7 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     c("STATUS_SUCCESS", STATUS_SUCCESS as i64);
     c("STATUS_ABORTED", STATUS_ABORTED as i64);
     c("USAGE_COMPUTE", USAGE_COMPUTE as i64);
-    c("DEV_TYPE_ACCEL", DEV_TYPE_ACCEL as i64);
+    c("DEV_TYPE_ACCEL", <R as Rev>::DEV_TYPE_ACCEL as i64);
     c("LOG_LEVEL_ERROR", LogLevel::Error as i64);
     if R::BACKEND_API_VERSION > 0 {
         c("BACKEND_API_VERSION", R::BACKEND_API_VERSION as i64);
