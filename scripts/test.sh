@@ -74,6 +74,11 @@ stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=R
 stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
 stage "ctest" ctest_timed
 
+# The 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4; docs/revision-2026.md):
+# the library built with its 2026 features, and the C suites, real hosts and integrate checks on
+# those packages in their own build directory. GGML_RS_SKIP_REV2026=1 skips it.
+[ "${GGML_RS_SKIP_REV2026:-0}" = 1 ] || stage "2026 revision (test-rev2026.sh)" bash scripts/test-rev2026.sh "$@"
+
 # On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
 # AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
 if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then

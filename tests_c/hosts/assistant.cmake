@@ -24,13 +24,31 @@ include("${CMAKE_CURRENT_LIST_DIR}/whisper_base.cmake")
 set(GGML_RS_ASSISTANT_ARGS
     "${GGML_RS_WHISPER_BASE_MODEL}" "${GGML_RS_QUESTION_WAV}" "${GGML_RS_LLAMA_MODEL}" 0 256 32)
 
+# With the 2026 packages (GGML_RS_REV2026_LM and _WSP): cui-llama.rn 1.12.2 + whisper.rn 0.7.4. Both
+# carry ggml-backend-dl.cpp, whose three helpers (dl_load_library, dl_get_sym, dl_error) are C++
+# names without the package prefix: the two byte-identical copies are folded at link time.
 set(_assistant_modes ${GGML_RS_HOST_MODES})
 list(REMOVE_ITEM _assistant_modes stock)
+foreach(_m static shared)
+  if(NOT _m IN_LIST _modes_lm OR NOT _m IN_LIST _modes_wsp)
+    list(REMOVE_ITEM _assistant_modes ${_m})
+  endif()
+endforeach()
+set(_assistant_dup "")
+if(GGML_RS_REV2026_LM AND GGML_RS_REV2026_WSP)
+  set(_assistant_dup -Wl,--allow-multiple-definition)
+endif()
+if(GGML_RS_REV2026_LM AND NOT GGML_RS_REV2026_WSP OR GGML_RS_REV2026_WSP AND NOT GGML_RS_REV2026_LM)
+  # one 2026 host and one old one: the assistant pairs the contract's two packages or today's two
+  set(_assistant_modes "")
+endif()
 foreach(_mode IN LISTS _assistant_modes)
   set(exe assistant_${_mode})
+  ggml_rs_host_objects(lm ${_mode} _lm_objs)
+  ggml_rs_host_objects(wsp ${_mode} _wsp_objs)
   add_executable(${exe} assistant.cpp
       $<TARGET_OBJECTS:llama_run_${_mode}> $<TARGET_OBJECTS:whisper_run_${_mode}>
-      $<TARGET_OBJECTS:lm_host_${_mode}> $<TARGET_OBJECTS:wsp_host_${_mode}>)
+      $<TARGET_OBJECTS:${_lm_objs}> $<TARGET_OBJECTS:${_wsp_objs}>)
   set_target_properties(${exe} PROPERTIES
       LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_options(${exe} PRIVATE -O2 -pthread)
@@ -38,17 +56,20 @@ foreach(_mode IN LISTS _assistant_modes)
   if(_mode STREQUAL "static")
     target_link_libraries(${exe} PRIVATE
         -Wl,--start-group -Wl,--whole-archive lm_core_static wsp_core_static -Wl,--no-whole-archive
-        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++)
+        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++ ${_assistant_dup})
   else()
     target_link_libraries(${exe} PRIVATE
         -Wl,--whole-archive lm_core_shared wsp_core_shared -Wl,--no-whole-archive
-        ggml_backend_rs::shared pthread dl m stdc++)
+        ggml_backend_rs::shared pthread dl m stdc++ ${_assistant_dup})
     set_target_properties(${exe} PROPERTIES ENABLE_EXPORTS ON BUILD_RPATH "${GGML_RS_LIB_DIR}")
   endif()
 endforeach()
 unset(_mode)
 
 set(_run_assistant "${CMAKE_CURRENT_SOURCE_DIR}/run-assistant.sh")
+if(GGML_RS_REV2026_LM AND NOT GGML_RS_REV2026_WSP OR GGML_RS_REV2026_WSP AND NOT GGML_RS_REV2026_LM)
+  return()
+endif()
 add_test(NAME host_assistant_stock
     COMMAND bash "${_run_assistant}" reference "${_out}/assistant"
             "$<TARGET_FILE:whisper_driver_stock>" "$<TARGET_FILE:llama_driver_stock>"
