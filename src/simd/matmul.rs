@@ -18,53 +18,12 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
-use crate::simd::quant::f16::f16_to_f32_slice_at;
 use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q8_0, q8_1, QK};
 use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1};
 
-/// Weight storage types the kernels accept.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum WType {
-    F32,
-    F16,
-    Q4_0,
-    Q4_1,
-    Q8_0,
-}
+pub use crate::simd::quant::WType;
 
 impl WType {
-    /// Values per block (1 for the float types).
-    pub const fn block_len(self) -> usize {
-        match self {
-            WType::F32 | WType::F16 => 1,
-            WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => QK,
-        }
-    }
-
-    /// Bytes per block (ggml's `type_size`).
-    pub const fn block_bytes(self) -> usize {
-        match self {
-            WType::F32 => 4,
-            WType::F16 => 2,
-            WType::Q4_0 => 18,
-            WType::Q4_1 => 20,
-            WType::Q8_0 => 34,
-        }
-    }
-
-    /// Bytes of one dense row of `k` values (`k` must be a multiple of [`Self::block_len`]).
-    pub const fn row_bytes(self, k: usize) -> usize {
-        k / self.block_len() * self.block_bytes()
-    }
-
-    /// Required alignment of row starts, so rows can be viewed as typed slices.
-    const fn align(self) -> usize {
-        match self {
-            WType::F32 => 4,
-            _ => 2,
-        }
-    }
-
     /// Smallest activation count for which [`mul_mat`] picks the sgemm path. Below it the
     /// dequantize + pack overhead of sgemm is not repaid (and matrixmultiply's 8x8 register
     /// tile wastes work on ragged batches); F32 needs no dequantization so it switches earlier.
@@ -146,14 +105,7 @@ impl<'a> Weights<'a> {
 
     /// Writes row `i` as `k` floats.
     fn dequantize_row_at(&self, level: SimdLevel, i: usize, out: &mut [f32]) {
-        let r = self.row(i);
-        match self.wtype {
-            WType::F32 => out.copy_from_slice(self.row_f32(i)),
-            WType::F16 => f16_to_f32_slice_at(level, self.row_f16(i), out),
-            WType::Q4_0 => q4_0::dequantize_row_at(level, blocks_from_bytes(r), out),
-            WType::Q4_1 => q4_1::dequantize_row_at(level, blocks_from_bytes(r), out),
-            WType::Q8_0 => q8_0::dequantize_row_at(level, blocks_from_bytes(r), out),
-        }
+        self.wtype.to_f32_at(level, self.row(i), out)
     }
 }
 
