@@ -2,7 +2,7 @@
 //! cos/sin, then rotation of dimension pairs; dimensions past `n_dims` are copied.
 
 use super::{f32_rows, for_rows, param_f32, Raw, Session};
-use crate::simd::cpu_features::{simd_level, SimdLevel};
+use crate::simd::cpu_features::simd_level;
 use crate::simd::op::Node;
 use crate::simd::view::{alias, with_row, Alias, Detached, F32, I32};
 
@@ -135,7 +135,7 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
             theta *= theta_scale;
             i0 += 2;
         }
-        let fused = simd_level() == SimdLevel::Avx2;
+        let fused = crate::simd::cpu_features::is_x86(simd_level());
         for i1 in 0..a.ne[1] {
             with_row(&dst, &a, in_place, (i1, i2, i3), |x, d| {
                 #[cfg(target_arch = "x86_64")]

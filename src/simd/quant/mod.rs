@@ -12,16 +12,6 @@ pub mod q4_0;
 pub mod q4_1;
 pub mod q8_0;
 pub mod q8_1;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod tile;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod tile_avx512;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod float_tile;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod float_tile_avx512;
-#[cfg(target_arch = "aarch64")]
-pub(crate) mod tile_neon;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
@@ -32,6 +22,16 @@ use crate::simd::cpu_features::SimdLevel;
 
 /// Values per block for every format here (ggml's QK4_0 = QK4_1 = QK8_0 = QK8_1 = 32).
 pub const QK: usize = 32;
+
+/// The `enum ggml_type` ids the backend reads (numbered alike in both revisions).
+pub mod type_id {
+    pub const F32: i32 = 0;
+    pub const F16: i32 = 1;
+    pub const Q4_0: i32 = 2;
+    pub const Q4_1: i32 = 3;
+    pub const Q8_0: i32 = 8;
+    pub const I32: i32 = 26;
+}
 
 /// The weight types the backend reads (MUL_MAT weights, GET_ROWS tables): the one table of what
 /// each ggml type id is.
@@ -47,7 +47,7 @@ pub enum WType {
 impl WType {
     /// The type of ggml type id `ty` (`enum ggml_type`, numbered alike in both revisions).
     pub const fn from_ggml(ty: i32) -> Option<WType> {
-        use crate::simd::view as t;
+        use type_id as t;
         match ty {
             t::F32 => Some(WType::F32),
             t::F16 => Some(WType::F16),
@@ -126,7 +126,10 @@ pub trait Format: 'static {
     fn dequantize_row_at(level: SimdLevel, w: &[Self::W], out: &mut [f32]);
     /// Activations to the partner format, as ggml-cpu's `from_float` of the `vec_dot_type`.
     fn quantize_acts_at(level: SimdLevel, x: &[f32], out: &mut [Self::A]);
-    /// ggml's scalar `vec_dot` of a weight row and an activation row.
+    /// An activation block's scale and (Q8_1) sum as f32, as the tiles read them.
+    fn act_scale_sum(a: &Self::A) -> (f32, f32);
+    /// ggml's scalar `vec_dot` of a weight row and an activation row: the reference every ISA
+    /// kernel is tested against (what MUL_MAT runs per level is `matmul::vec_dot_at`).
     fn vec_dot_portable(w: &[Self::W], a: &[Self::A]) -> f32;
 }
 
@@ -149,6 +152,9 @@ macro_rules! block_format {
             fn quantize_acts_at(level: SimdLevel, x: &[f32], out: &mut [Self::A]) {
                 <$acts as ActFormat>::quantize_row_at(level, x, out)
             }
+            fn act_scale_sum(a: &Self::A) -> (f32, f32) {
+                <$acts as ActFormat>::scale_sum(a)
+            }
             fn vec_dot_portable(w: &[Self::W], a: &[Self::A]) -> f32 {
                 $module::vec_dot_portable(w, a)
             }
@@ -160,6 +166,7 @@ macro_rules! block_format {
 pub trait ActFormat {
     type Block: QuantBlock;
     fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [Self::Block]);
+    fn scale_sum(b: &Self::Block) -> (f32, f32);
 }
 /// Marker of the Q8_0 activation format.
 pub struct ActQ8_0;
@@ -170,30 +177,23 @@ impl ActFormat for ActQ8_0 {
     fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [BlockQ8_0]) {
         q8_0::quantize_row_at(level, x, out)
     }
+    fn scale_sum(b: &BlockQ8_0) -> (f32, f32) {
+        (f16::fp16_to_fp32(b.d), 0.0)
+    }
 }
 impl ActFormat for ActQ8_1 {
     type Block = BlockQ8_1;
     fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [BlockQ8_1]) {
         q8_1::quantize_row_at(level, x, out)
     }
+    fn scale_sum(b: &BlockQ8_1) -> (f32, f32) {
+        (f16::fp16_to_fp32(b.d), f16::fp16_to_fp32(b.s))
+    }
 }
 
 block_format!(Q4_0, q4_0, BlockQ4_0, ActQ8_0);
 block_format!(Q4_1, q4_1, BlockQ4_1, ActQ8_1);
 block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
-
-/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
-/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
-/// of its columns from one place instead of converting a half per block and output.
-#[derive(Clone, Copy)]
-#[allow(dead_code)] // read by the SIMD tile kernels only
-pub(crate) struct ActRows<'a, A> {
-    pub blocks: &'a [A],
-    pub d: &'a [f32],
-    pub s: &'a [f32],
-    pub nb: usize,
-    pub n: usize,
-}
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///
