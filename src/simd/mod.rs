@@ -7,6 +7,7 @@
 //! per kind of op: `supports` and `compute`), `exec` (the op table, the graph loop), `pool`
 //! (threads), `device` (the reg/device/stream objects ggml sees).
 
+pub mod affinity;
 pub mod cpu_features;
 pub mod device;
 pub mod exec;
