@@ -3,14 +3,17 @@
 #   over    : each host alone with more threads than cores (-t OVER, default 2 x nproc)
 #   concur  : llama measured while whisper computes without pause (and whisper while llama does),
 #             each with -t THREADS (default 2), both hosts in the same mode (stock or SIMD)
-# Hosts and models as scripts/bench.sh (SmolLM2-135M Q4_1, 256-token prompt + 64 generated; the
-# whisper model of .cache/models on the espeak-ng sentence). The two hosts run as two processes
+# Hosts and models as scripts/bench.sh, shorter llama runs (SmolLM2-135M Q4_1, -p PROMPT=64 prompt
+# tokens + -n GEN=16 generated: an oversubscribed stock run of bench.sh's 256 + 64 takes minutes
+# on a busy 2-core machine); the whisper model of .cache/models on the espeak-ng sentence. The two hosts run as two processes
 # (the pools of one process are independent of each other, so the contention is the same).
 # Runs are interleaved stock, SIMD, stock, ... after one warm-up round; medians, and SIMD's speed
 # relative to stock (>1 = faster). Needs a build with the drivers (scripts/bench.sh builds them).
 #
-# usage: scripts/bench-threads.sh [-r RUNS=5] [-t THREADS=2] [--over N] [--cases "over concur"]
-# env:   BUILD_DIR (default build); GGML_RS_SIMD_* variables pass through to the SIMD runs.
+# usage: scripts/bench-threads.sh [-r RUNS=5] [-t THREADS=2] [--over N] [-p PROMPT=64] [-n GEN=16]
+#                                 [--cases "over concur"]
+# env:   BUILD_DIR (default build); WARMUP=0 skips the warm-up round; GGML_RS_SIMD_* variables
+#        pass through to the SIMD runs.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,21 +23,25 @@ RUNS=5
 THREADS=2
 OVER=$((2 * $(nproc)))
 CASES="over concur"
+PROMPT=64
+GEN=16
 while (($#)); do
   case "$1" in
     -r) RUNS="$2"; shift 2 ;;
     -t) THREADS="$2"; shift 2 ;;
     --over) OVER="$2"; shift 2 ;;
+    -p) PROMPT="$2"; shift 2 ;;
+    -n) GEN="$2"; shift 2 ;;
     --cases) CASES="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench-threads: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
 
-python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" "$OVER" $CASES <<'EOF'
+python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" "$OVER" "$PROMPT" "$GEN" $CASES <<'EOF'
 import os, statistics, subprocess, sys, tempfile
 
-bindir, models, runs, threads, over, cases = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6:]
+bindir, models, runs, threads, over, n_prompt, n_gen, cases = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7], sys.argv[8:]
 tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-threads-")
 wmodel = next((os.path.join(models, m) for m in ("ggml-base.bin", "ggml-tiny-random.bin") if os.path.exists(os.path.join(models, m))), None)
 
@@ -42,7 +49,7 @@ wmodel = next((os.path.join(models, m) for m in ("ggml-base.bin", "ggml-tiny-ran
 def cmd(host, mode, t):
     exe = os.path.join(bindir, "%s_driver_%s" % (host, "stock" if mode == "stock" else "static"))
     if host == "llama":
-        args = ["-m", os.path.join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"), "-p", "256", "-n", "64"]
+        args = ["-m", os.path.join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"), "-p", n_prompt, "-n", n_gen]
     else:
         args = ["-m", wmodel, "-f", os.path.join(models, "speech-16k.wav")]
     env = dict(os.environ)
@@ -83,7 +90,8 @@ if "concur" in cases:
     plan += [("concur llama   -t %s (+ whisper looping)" % threads, "llama", threads, "whisper"),
              ("concur whisper -t %s (+ llama looping)" % threads, "whisper", threads, "llama")]
 samples = {(label, m): [] for label, *_ in plan for m in ("stock", "simd")}
-for r in range(runs + 1):  # round 0 = warm-up
+first = 0 if os.environ.get("WARMUP", "1") != "0" else 1
+for r in range(first, runs + 1):  # round 0 = warm-up
     for label, host, t, bg in plan:
         for m in ("stock", "simd"):
             res = run(host, m, t, bg)
