@@ -2,7 +2,9 @@
  * Per-op speed of the SIMD backend against the host's ggml-cpu, at the shapes of SmolLM2-135M
  * and whisper: the same graph computed on each backend (same threads), median of repeated runs
  * interleaved, printed as a ratio (> 1: SIMD faster). Not a test: `scripts/bench.sh` runs it.
- * Usage: bench_ops_<p> [threads] [repeats]
+ * Usage: bench_ops_<p> [threads] [repeats] [case-substring]
+ * GGML_RS_BENCH_ONLY=cpu|simd computes each case `repeats` times on that backend alone (no
+ * warm-up, no timing): what scripts/count-aarch64.sh counts instructions of under qemu.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,12 +60,21 @@ static void fill_random(struct G(context) * ctx) {
 
 /* time of one graph compute on `be`, median over repeats, interleaved with the other backend */
 static const char * only; /* argv[3]: run just the cases whose name contains it */
+static const char * only_backend; /* GGML_RS_BENCH_ONLY */
 static void bench(const char * name, struct G(context) * ctx, tensor_t * out) {
     if (only && !strstr(name, only)) { G(free)(ctx); return; }
     struct G(cgraph) * g = G(new_graph)(ctx);
     G(build_forward_expand)(g, out);
     GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(ctx, cpu);
     fill_random(ctx);
+    if (only_backend) {
+        GB(t) be = strcmp(only_backend, "simd") == 0 ? simd : cpu;
+        for (int r = 0; r < repeats; r++) GB(graph_compute)(be, g);
+        printf("computed %s %d time(s) on %s\n", name, repeats, only_backend);
+        GB(buffer_free)(buf);
+        G(free)(ctx);
+        return;
+    }
     double tc[64], ts[64];
     GB(graph_compute)(cpu, g);
     GB(graph_compute)(simd, g);
@@ -94,6 +105,7 @@ int main(int argc, char ** argv) {
     int threads = argc > 1 ? atoi(argv[1]) : 2;
     repeats = argc > 2 ? atoi(argv[2]) : 7;
     only = argc > 3 ? argv[3] : NULL;
+    only_backend = getenv("GGML_RS_BENCH_ONLY");
     if (repeats > 64) repeats = 64;
     if (repeats < 1) repeats = 1;
     cpu = GB(cpu_init)();

@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 /// Environment variable that, when set to anything but `""`/`"0"`, forces [`SimdLevel::Portable`].
 pub const PORTABLE_ENV: &str = "GGML_RS_SIMD_PORTABLE";
 
-/// A family of kernels. Every machine runs `Portable` plus at most one SIMD level of its own
-/// architecture (`Avx2` on x86_64, `Neon` on aarch64); asking for another architecture's level
-/// gets `Portable` (see [`clamp_level`]).
+/// A family of kernels. Every machine runs `Portable` plus the SIMD levels of its own
+/// architecture it has (`Avx2`, and `Avx512` above it, on x86_64; `Neon` on aarch64); asking for
+/// a level the machine lacks gets `Portable` (see [`clamp_level`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum SimdLevel {
     /// Plain Rust, written so LLVM can auto-vectorize it; the reference the SIMD paths are tested
@@ -22,6 +22,14 @@ pub enum SimdLevel {
     /// x86_64 with AVX2 + FMA + F16C (Haswell / Zen and later). One level for all three because
     /// no shipping CPU has AVX2 without the other two, and one flag keeps dispatch trivial.
     Avx2,
+    /// x86_64 with AVX-512 F, BW, VL, DQ and VNNI on top of `Avx2`. Only the MUL_MAT kernels
+    /// differ from `Avx2` (every other kernel runs its AVX2 code here), and they compute every
+    /// output lane by lane in the same order as the AVX2 ones (an AVX2 accumulator pair per
+    /// 512-bit register, `vpdpbusd` forming the same exact integer sums as `pmaddubsw` +
+    /// `pmaddwd`, which never saturate on ggml's quant ranges), so results stay bit-identical to
+    /// ggml-cpu's AVX2 build: a speed level, not a numerics level. [`AVX2_ONLY_ENV`] keeps the
+    /// dispatching kernels at `Avx2`.
+    Avx512,
     /// aarch64 Advanced SIMD (NEON), which the architecture makes mandatory, so this level needs
     /// no detection. The kernels follow ggml-cpu's NEON code as built for phones with the dot
     /// product extension and half-precision arithmetic (llama.rn's `*_fp16_dotprod` libraries).
@@ -39,35 +47,46 @@ pub fn hardware_level() -> SimdLevel {
     *HW.get_or_init(detect_hardware)
 }
 
-/// Level the dispatching kernels use: [`hardware_level`] unless [`PORTABLE_ENV`] asks otherwise.
+/// Level the dispatching kernels use: [`hardware_level`] unless [`PORTABLE_ENV`] (or, for
+/// `Avx512`, [`AVX2_ONLY_ENV`]) asks otherwise.
 #[inline]
 pub fn simd_level() -> SimdLevel {
     static LEVEL: OnceLock<SimdLevel> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        level_from_env(std::env::var(PORTABLE_ENV).ok().as_deref(), hardware_level())
+        let level = level_from_env(std::env::var(PORTABLE_ENV).ok().as_deref(), hardware_level());
+        if level == SimdLevel::Avx512 && avx2_only() {
+            SimdLevel::Avx2
+        } else {
+            level
+        }
     })
 }
 
 /// Every level this machine can execute, `Portable` first, so tests can compare them all.
 pub fn available_levels() -> Vec<SimdLevel> {
-    let hw = hardware_level();
-    if hw == SimdLevel::Portable {
-        vec![SimdLevel::Portable]
-    } else {
-        vec![SimdLevel::Portable, hw]
+    [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Neon]
+        .into_iter()
+        .filter(|&l| clamp_level(l) == l)
+        .collect()
+}
+
+/// Maps a requested level to one the hardware can run: itself when it is `Portable`, the
+/// detected level or `Avx2` on an `Avx512` machine, else `Portable` (the level of another
+/// architecture, or a level an older x86 lacks). The `*_at` entry points go through this, which
+/// is what makes them safe to call with any level.
+#[inline]
+pub fn clamp_level(requested: SimdLevel) -> SimdLevel {
+    match (requested, hardware_level()) {
+        (r, hw) if r == hw => r,
+        (SimdLevel::Avx2, SimdLevel::Avx512) => SimdLevel::Avx2,
+        _ => SimdLevel::Portable,
     }
 }
 
-/// Maps a requested level to one the hardware can run: itself when it is `Portable` or the
-/// detected level, else `Portable` (the level of another architecture, or AVX2 on an old x86).
-/// The `*_at` entry points go through this, which is what makes them safe to call with any level.
+/// Whether `level` runs the x86 AVX2 code of the kernels that have no AVX-512 flavour.
 #[inline]
-pub fn clamp_level(requested: SimdLevel) -> SimdLevel {
-    if requested == hardware_level() {
-        requested
-    } else {
-        SimdLevel::Portable
-    }
+pub fn is_x86(level: SimdLevel) -> bool {
+    matches!(level, SimdLevel::Avx2 | SimdLevel::Avx512)
 }
 
 /// Whether the CPU has Armv8.2 half-precision arithmetic (FEAT_FP16, Linux's `asimdhp`); always
@@ -106,26 +125,21 @@ pub fn has_dotprod() -> bool {
 /// how both code paths are tested on one.
 pub const AVX2_ONLY_ENV: &str = "GGML_RS_SIMD_AVX2_ONLY";
 
-#[cfg(target_arch = "x86_64")]
 fn avx2_only() -> bool {
     static ONLY: OnceLock<bool> = OnceLock::new();
     *ONLY.get_or_init(|| std::env::var(AVX2_ONLY_ENV).is_ok_and(|v| v.trim() == "1"))
 }
 
-/// Whether the `Avx2` level may also use AVX-512 (F, BW, VL, DQ with 512-bit VNNI). Like
-/// [`has_dotprod`] on NEON this changes only speed: the AVX-512 kernels compute every output
-/// lane by lane in the same order as the AVX2 ones (an AVX2 accumulator pair per 512-bit
-/// register, `vpdpbusd` forming the same exact integer sums as `pmaddubsw` + `pmaddwd`, which
-/// never saturate on ggml's quant ranges), so results stay bit-identical to ggml-cpu's AVX2
-/// build. False under [`AVX2_ONLY_ENV`], off x86_64, and under valgrind (which hides AVX-512).
+/// Whether the CPU has the AVX-512 subset of [`SimdLevel::Avx512`] (F, BW, VL, DQ, VNNI);
+/// false off x86_64 and under valgrind (which hides AVX-512). Ignores [`AVX2_ONLY_ENV`]: the
+/// dispatching level does not ([`simd_level`]).
 #[inline]
 pub fn has_avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         static AVX512: OnceLock<bool> = OnceLock::new();
         *AVX512.get_or_init(|| {
-            !avx2_only()
-                && std::arch::is_x86_feature_detected!("avx512f")
+            std::arch::is_x86_feature_detected!("avx512f")
                 && std::arch::is_x86_feature_detected!("avx512bw")
                 && std::arch::is_x86_feature_detected!("avx512vl")
                 && std::arch::is_x86_feature_detected!("avx512dq")
@@ -180,7 +194,7 @@ fn detect_hardware() -> SimdLevel {
             && std::arch::is_x86_feature_detected!("fma")
             && std::arch::is_x86_feature_detected!("f16c")
         {
-            return SimdLevel::Avx2;
+            return if has_avx512() { SimdLevel::Avx512 } else { SimdLevel::Avx2 };
         }
         SimdLevel::Portable
     }
@@ -235,6 +249,12 @@ mod tests {
             assert_eq!(clamp_level(SimdLevel::Avx2), SimdLevel::Portable);
         }
         #[cfg(target_arch = "x86_64")]
-        assert_eq!(clamp_level(SimdLevel::Neon), SimdLevel::Portable);
+        {
+            assert_eq!(clamp_level(SimdLevel::Neon), SimdLevel::Portable);
+            assert_eq!(clamp_level(SimdLevel::Avx512) == SimdLevel::Avx512, has_avx512());
+            if has_avx512() {
+                assert_eq!(available_levels(), [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512]);
+            }
+        }
     }
 }

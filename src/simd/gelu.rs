@@ -41,7 +41,7 @@ pub fn gelu_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::gelu(table, x, y) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::gelu(table, x, y) },
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = gelu_scalar(table, x)),
     }
 }

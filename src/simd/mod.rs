@@ -3,18 +3,25 @@
 //!
 //! `quant` (block formats, dot products), `matmul` (MUL_MAT kernels), `vexp` (ggml's vectorized
 //! expf, SILU), `softmax_row` and `gelu` (those ops' row kernels), `cpu_features` (runtime
-//! dispatch), `tensor` (raw views), `ops` (one function per op), `exec` (what is supported, the
-//! graph loop), `pool` (threads), `backend` (the reg/device/stream objects ggml sees).
+//! dispatch), `view` (raw views of tensor memory), `op` (the revision-free op of a node), `ops` (one module
+//! per kind of op: `supports` and `compute`), `exec` (the op table, the graph loop), `pool`
+//! (threads), `device` (the reg/device/stream objects ggml sees).
 
-pub mod backend;
+pub mod affinity;
 pub mod cpu_features;
+pub mod device;
 pub mod exec;
 pub mod gelu;
 pub mod matmul;
+pub mod op;
 pub mod ops;
 pub mod pool;
 pub mod profile;
 pub mod quant;
 pub mod softmax_row;
-pub mod tensor;
 pub mod vexp;
+pub mod view;
+
+/// The path `src/abi` and `src/ffi` name the backend objects by (`SimdStatics`, `init`), until the
+/// per-revision statics move into this module.
+pub use device as backend;

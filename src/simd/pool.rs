@@ -3,7 +3,19 @@
 //!
 //! A decode graph has hundreds of small nodes, so waking threads through the OS for each one
 //! would cost more than the work: while a graph is being computed (`Session`), workers spin on an
-//! atomic phase counter (as ggml-cpu's threadpool does) and only park between graphs.
+//! atomic phase counter (as ggml-cpu's threadpool does) and park between graphs.
+//!
+//! Spinning is bounded: after [`spin_budget`] without news a waiting thread (worker or caller)
+//! sleeps on a condvar until the phase it waits for arrives. A phone runs more threads than fast
+//! cores, and apps run whisper and llama at once: unbounded spinning there burns the very cores
+//! the threads with work need (ggml users see 10-100x collapses). When the pool has more threads
+//! than the process may run on, the budget is a few microseconds, so waiters yield their core
+//! almost at once. Waking is Dekker-style: a sleeper announces itself (`sleepers`,
+//! `caller_sleeping`, SeqCst) before re-checking under the lock, and a publisher bumps the
+//! counter (SeqCst) before reading the announcement, so one of the two always sees the other.
+//!
+//! `GGML_RS_SIMD_AFFINITY=fast` (opt-in) keeps the workers on the fastest cores (see
+//! [`super::affinity`]).
 
 use parking_lot::{Condvar, Mutex};
 use std::cell::UnsafeCell;
@@ -11,6 +23,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 type Job = dyn Fn(usize, usize) + Sync;
 
@@ -24,6 +37,13 @@ struct Shared {
     shutdown: AtomicBool,
     park: Mutex<()>,
     wake: Condvar,
+    /// workers sleeping mid-session (past their spin budget)
+    sleepers: AtomicUsize,
+    /// the caller sleeps until `done` reaches its target, on `done_wake` under `park`
+    caller_sleeping: AtomicBool,
+    done_wake: Condvar,
+    /// how long a waiting thread spins before it sleeps
+    spin: Duration,
 }
 
 // SAFETY: `job` is written only by the pool's owner while no worker reads it (before the phase
@@ -39,6 +59,11 @@ pub struct Pool {
 
 impl Pool {
     pub fn new(n_threads: usize) -> Pool {
+        Pool::build(n_threads, spin_budget(n_threads.max(1)))
+    }
+
+    /// A pool whose waiting threads spin for `spin` before they sleep.
+    fn build(n_threads: usize, spin: Duration) -> Pool {
         let shared = Arc::new(Shared {
             job: UnsafeCell::new(None),
             phase: AtomicUsize::new(0),
@@ -48,14 +73,25 @@ impl Pool {
             shutdown: AtomicBool::new(false),
             park: Mutex::new(()),
             wake: Condvar::new(),
+            sleepers: AtomicUsize::new(0),
+            caller_sleeping: AtomicBool::new(false),
+            done_wake: Condvar::new(),
+            spin,
         });
         let n = n_threads.max(1);
+        let cpus = super::affinity::worker_cpus(n);
         let workers = (1..n)
             .map(|ith| {
                 let s = shared.clone();
+                let cpus = cpus.clone();
                 std::thread::Builder::new()
                     .name(format!("ggml-rs-simd-{}", ith))
-                    .spawn(move || worker(s, ith, n))
+                    .spawn(move || {
+                        if let Some(cpus) = cpus {
+                            super::affinity::pin_current_thread(&cpus);
+                        }
+                        worker(s, ith, n)
+                    })
                     .expect("spawn a SIMD worker thread")
             })
             .collect();
@@ -100,11 +136,22 @@ impl Session<'_> {
         unsafe { *s.job.get() = Some(job) };
         s.done.store(0, Ordering::SeqCst);
         s.phase.fetch_add(1, Ordering::SeqCst);
+        if s.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = s.park.lock();
+            s.wake.notify_all();
+        }
         let ok = catch_unwind(AssertUnwindSafe(|| f(0, nth))).is_ok();
         let waited = super::profile::enabled().then(std::time::Instant::now);
-        let mut spins = 0u32;
+        let mut spin = Spin::new(s.spin);
         while s.done.load(Ordering::Acquire) < nth - 1 {
-            spin(&mut spins);
+            if !spin.more() {
+                s.caller_sleeping.store(true, Ordering::SeqCst);
+                let mut g = s.park.lock();
+                while s.done.load(Ordering::SeqCst) < nth - 1 {
+                    s.done_wake.wait(&mut g);
+                }
+                s.caller_sleeping.store(false, Ordering::SeqCst);
+            }
         }
         if let Some(t0) = waited {
             super::profile::record("(pool) calling thread waiting for the workers".to_string(), t0.elapsed());
@@ -115,16 +162,49 @@ impl Session<'_> {
 
 impl Drop for Session<'_> {
     fn drop(&mut self) {
-        self.pool.shared.active.store(false, Ordering::SeqCst);
+        let s = &self.pool.shared;
+        s.active.store(false, Ordering::SeqCst);
+        // workers asleep mid-session go back to the between-graphs wait (same condvar)
+        if s.sleepers.load(Ordering::SeqCst) > 0 {
+            let _g = s.park.lock();
+            s.wake.notify_all();
+        }
     }
 }
 
-fn spin(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 50_000 {
+/// How long a waiting thread of a pool of `n_threads` spins before sleeping:
+/// `GGML_RS_SIMD_SPIN_US` if set, else 200 us, or 5 us when the pool has more threads than the
+/// process may run on at once (a spinning waiter there holds a core a thread with work needs).
+pub fn spin_budget(n_threads: usize) -> Duration {
+    static ENV: once_cell::sync::Lazy<Option<u64>> =
+        once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_SPIN_US").ok().and_then(|v| v.trim().parse().ok()));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    Duration::from_micros(ENV.unwrap_or(if n_threads > cores { 5 } else { 200 }))
+}
+
+/// A bounded spin: `more()` is true while the budget lasts (checking the clock every 64 calls).
+struct Spin {
+    start: Option<Instant>,
+    budget: Duration,
+    n: u32,
+}
+
+impl Spin {
+    fn new(budget: Duration) -> Spin {
+        Spin { start: None, budget, n: 0 }
+    }
+
+    fn more(&mut self) -> bool {
+        self.n = self.n.wrapping_add(1);
+        if self.n % 64 == 0 {
+            let t = *self.start.get_or_insert_with(Instant::now);
+            if t.elapsed() >= self.budget {
+                self.start = None;
+                return false;
+            }
+        }
         std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
+        true
     }
 }
 
@@ -132,7 +212,7 @@ fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
     // phases start at 0 when the pool is made; a worker that starts late still sees phase 1
     let mut seen = 0;
     loop {
-        let mut spins = 0u32;
+        let mut spin = Spin::new(s.spin);
         loop {
             if s.shutdown.load(Ordering::Acquire) {
                 return;
@@ -143,7 +223,16 @@ fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
                 break;
             }
             if s.active.load(Ordering::Acquire) {
-                spin(&mut spins);
+                if !spin.more() {
+                    // past the budget mid-session: sleep until the next phase (or the session's end)
+                    s.sleepers.fetch_add(1, Ordering::SeqCst);
+                    let mut g = s.park.lock();
+                    if s.active.load(Ordering::SeqCst) && s.phase.load(Ordering::SeqCst) == seen && !s.shutdown.load(Ordering::SeqCst) {
+                        s.wake.wait(&mut g);
+                    }
+                    drop(g);
+                    s.sleepers.fetch_sub(1, Ordering::SeqCst);
+                }
             } else {
                 let mut g = s.park.lock();
                 // Checked under the lock that `session` and `drop` take to notify, so no wakeup
@@ -162,7 +251,11 @@ fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
                 s.panicked.store(true, Ordering::SeqCst);
             }
         }
-        s.done.fetch_add(1, Ordering::AcqRel);
+        s.done.fetch_add(1, Ordering::SeqCst);
+        if s.caller_sleeping.load(Ordering::SeqCst) {
+            let _g = s.park.lock();
+            s.done_wake.notify_all();
+        }
     }
 }
 
@@ -226,6 +319,46 @@ mod tests {
             assert_eq!(hits.load(Ordering::Relaxed), 3);
             // let the workers reach the condvar before the next session
             std::thread::sleep(std::time::Duration::from_millis(if round % 2 == 0 { 5 } else { 0 }));
+        }
+    }
+
+    /// Oversubscribed (more threads than cores, zero spin budget): every waiter sleeps at once,
+    /// and every phase still completes with every item once (a lost wakeup would hang here).
+    #[test]
+    fn sleeping_waiters_never_miss_a_phase() {
+        let pool = Pool::new(6);
+        // no spinning at all: every wait goes to the condvar
+        let zero = Pool::build(6, Duration::ZERO);
+        for p in [&pool, &zero] {
+            let counts: Vec<AtomicUsize> = (0..600).map(|_| AtomicUsize::new(0)).collect();
+            for round in 0..5 {
+                let s = p.session();
+                for i in 0..200 {
+                    assert!(s.run(&|ith, nth| {
+                        let (a, b) = share(counts.len(), ith, nth);
+                        for c in &counts[a..b] {
+                            c.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // uneven work, so some threads wait long and sleep
+                        if (ith + i) % 7 == 0 {
+                            std::thread::sleep(Duration::from_micros(50));
+                        }
+                    }));
+                }
+                drop(s);
+                if round % 2 == 0 {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            assert!(counts.iter().all(|c| c.load(Ordering::Relaxed) == 1000));
+        }
+    }
+
+    #[test]
+    fn spin_budget_shrinks_when_oversubscribed() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if std::env::var("GGML_RS_SIMD_SPIN_US").is_err() {
+            assert!(spin_budget(cores + 1) < spin_budget(cores));
         }
     }
 

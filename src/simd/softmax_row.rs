@@ -54,7 +54,7 @@ pub fn soft_max_row_at(level: SimdLevel, x: &[f32], y: &mut [f32], mask: Mask<'_
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::soft_max_row(x, y, mask, scale, slope) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::soft_max_row(x, y, mask, scale, slope) },
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::soft_max_row(x, y, mask, scale, slope),
         _ => portable(x, y, mask, scale, slope),

@@ -23,7 +23,7 @@ pub fn silu_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::silu(x, y) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::silu(x, y) },
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::silu(x, y),
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = silu_scalar(x)),
@@ -37,7 +37,7 @@ pub fn exp_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::exp(x, y) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::exp(x, y) },
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::exp(x, y),
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = x.exp()),
@@ -294,7 +294,7 @@ pub(crate) mod tests {
     /// Vector width of a level's exp/silu body (the rest of a row goes through libm).
     fn width(level: SimdLevel) -> usize {
         match level {
-            SimdLevel::Avx2 => 8,
+            SimdLevel::Avx2 | SimdLevel::Avx512 => 8,
             SimdLevel::Neon => 4,
             SimdLevel::Portable => 0,
         }

@@ -1,39 +1,30 @@
-//! GET_ROWS: gathers rows of `a` (F32, F16, Q4_0, Q4_1, Q8_0) by I32 indices into F32 rows.
+//! GET_ROWS: gathers rows of `a` (any [`WType`]) by I32 indices into F32 rows.
 
-use super::{for_rows, Raw, Session};
-use crate::simd::quant::{self, f16, q4_0, q4_1, q8_0};
-use crate::simd::tensor::{F16, F32, Q4_0, Q4_1, Q8_0};
+use super::{f32_rows, for_rows, Raw, Session};
+use crate::simd::cpu_features::simd_level;
+use crate::simd::op::Node;
+use crate::simd::quant::WType;
+use crate::simd::view::I32;
 
-/// Bytes of one row of `n` values of type `ty`.
-pub fn row_size(ty: i32, n: usize) -> usize {
-    match ty {
-        F32 => 4 * n,
-        F16 => 2 * n,
-        Q4_0 => n / 32 * 18,
-        Q4_1 => n / 32 * 20,
-        Q8_0 => n / 32 * 34,
-        _ => 0,
-    }
+/// Rows of a weight type packed along dim 0, whole blocks, I32 indices, F32 rows out.
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a), Some(i)) = (n.dst, n.src[0], n.src[1]) else { return false };
+    let Some(w) = WType::from_ggml(a.ty) else { return false };
+    a.nb[0] == w.block_bytes() && a.ne[0].is_multiple_of(w.block_len()) && f32_rows(&d) && i.ty == I32
 }
 
-/// Converts one row of `ty` to f32.
-pub fn to_f32(ty: i32, bytes: &[u8], out: &mut [f32]) {
-    match ty {
-        F32 => out.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(o, b)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        F16 => out.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(o, b)| *o = f16::fp16_to_fp32(u16::from_le_bytes([b[0], b[1]]))),
-        Q4_0 => q4_0::dequantize_row(quant::blocks_from_bytes(bytes), out),
-        Q4_1 => q4_1::dequantize_row(quant::blocks_from_bytes(bytes), out),
-        Q8_0 => q8_0::dequantize_row(quant::blocks_from_bytes(bytes), out),
-        _ => {}
-    }
+pub fn compute(s: &Session, n: &Node) -> bool {
+    get_rows(s, n.dst, n.src(0), n.src(1))
 }
 
 pub fn get_rows(s: &Session, dst: Raw, a: Raw, idx: Raw) -> bool {
-    let len = row_size(a.ty, a.ne[0]);
+    let w = WType::from_ggml(a.ty).expect("checked by supports");
+    let len = w.row_bytes(a.ne[0]);
+    let level = simd_level();
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i10, i11, i12) = dst.row_index(r);
         let row = idx.read_i32(i10, i11, i12, 0).max(0) as usize;
         let src = a.row_bytes(row.min(a.ne[1].saturating_sub(1)), i11 % a.ne[2], i12 % a.ne[3], len);
-        to_f32(a.ty, src, dst.row_f32_mut(i10, i11, i12));
+        w.to_f32_at(level, src, dst.row_f32_mut(i10, i11, i12));
     })
 }

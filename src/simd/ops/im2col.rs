@@ -1,6 +1,15 @@
 //! IM2COL (1-D and 2-D), which ggml's conv_1d / conv_2d lower to before a MUL_MAT.
 
-use super::{for_rows, Raw, Session};
+use super::{for_rows, is_float, Raw, Session};
+use crate::simd::op::Node;
+
+pub fn supports(n: &Node) -> bool {
+    n.src[0].is_some() && n.src[1].is_some_and(|i| is_float(i.ty)) && is_float(n.dst.ty)
+}
+
+pub fn compute(s: &Session, n: &Node) -> bool {
+    im2col(s, n.dst, n.src(0), n.src(1), &Im2colParams::from_op_params(&n.params))
+}
 
 pub struct Im2colParams {
     pub s0: usize,

@@ -3,10 +3,12 @@
 //! source only overlaps a source (the `Detached` path). Sizes on both sides of `SERIAL_ELEMENTS`
 //! run the serial and the threaded split.
 
-use super::elementwise::{self as ew, Binary, Unary};
+use super::binary::{self, Binary};
+use super::copy;
+use super::unary::{self, Unary};
 use super::rope::{RopeParams, MODE_NEOX};
 use crate::simd::pool::Pool;
-use crate::simd::tensor::{Raw, F16, F32, I32};
+use crate::simd::view::{Raw, F16, F32, I32};
 
 fn values(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
     let mut x = seed.wrapping_mul(2654435761).wrapping_add(12345);
@@ -55,10 +57,10 @@ fn binary_ops_in_place_equal_out_of_place() {
         let mut b = values(ne[0] * ne[1], 7, 0.5, 2.0);
         let b = raw(&mut b, [ne[0], ne[1], 1]);
         for (name, op) in [("add", Binary::Add), ("sub", Binary::Sub), ("mul", Binary::Mul), ("div", Binary::Div)] {
-            check(name, ne, -1.0, 1.0, |d, a| ew::binary(&s, op, d, a, b));
+            check(name, ne, -1.0, 1.0, |d, a| binary::run(&s, op, d, a, b));
         }
         // the second source is the destination too: ggml_add_inplace(x, x)
-        check("add x to itself", ne, -1.0, 1.0, |d, a| ew::binary(&s, Binary::Add, d, a, a));
+        check("add x to itself", ne, -1.0, 1.0, |d, a| binary::run(&s, Binary::Add, d, a, a));
     }
 }
 
@@ -67,11 +69,11 @@ fn unary_ops_in_place_equal_out_of_place() {
     let pool = Pool::new(2);
     let s = pool.session();
     for ne in SHAPES {
-        check("scale", ne, -1.0, 1.0, |d, a| ew::unary(&s, Unary::Scale(0.37), d, a));
-        check("sqr", ne, -1.0, 1.0, |d, a| ew::unary(&s, Unary::Sqr, d, a));
-        check("sqrt", ne, 0.1, 4.0, |d, a| ew::unary(&s, Unary::Sqrt, d, a));
-        check("silu", ne, -8.0, 8.0, |d, a| ew::unary(&s, Unary::Silu, d, a));
-        check("gelu", ne, -8.0, 8.0, |d, a| ew::unary(&s, Unary::Gelu, d, a));
+        check("scale", ne, -1.0, 1.0, |d, a| unary::run(&s, Unary::Scale(0.37), d, a));
+        check("sqr", ne, -1.0, 1.0, |d, a| unary::run(&s, Unary::Sqr, d, a));
+        check("sqrt", ne, 0.1, 4.0, |d, a| unary::run(&s, Unary::Sqrt, d, a));
+        check("silu", ne, -8.0, 8.0, |d, a| unary::run(&s, Unary::Silu, d, a));
+        check("gelu", ne, -8.0, 8.0, |d, a| unary::run(&s, Unary::Gelu, d, a));
         check("norm", ne, -1.0, 1.0, |d, a| super::norm::norm(&s, d, a, 1e-5));
         check("rms_norm", ne, -1.0, 1.0, |d, a| super::norm::rms_norm(&s, d, a, 1e-5));
     }
@@ -112,19 +114,19 @@ fn copies_onto_themselves_and_onto_overlapping_views() {
         // onto itself: nothing changes
         let mut buf = input.clone();
         let t = raw(&mut buf, ne);
-        assert!(ew::copy(&s, t, t));
+        assert!(copy::run(&s, t, t));
         assert_eq!(bits(&buf), bits(&input));
         // onto the same bytes one row further on: the result is the source as it was before
         let mut buf = input.clone();
         let src = raw(&mut buf, ne);
         let dst = Raw { data: src.data.wrapping_add(4 * ne[0]), ..src };
-        assert!(ew::copy(&s, dst, src));
+        assert!(copy::run(&s, dst, src));
         assert_eq!(bits(&buf[ne[0]..]), bits(&input[..n]), "{ne:?}: overlapping copy");
         // F32 into F16 over the same bytes (the flat conversion path)
         let mut buf = input.clone();
         let src = raw(&mut buf, ne);
         let dst = Raw { nb: [2, 2 * ne[0], 2 * ne[0] * ne[1], 2 * n], ty: F16, ..src };
-        assert!(ew::copy(&s, dst, src));
+        assert!(copy::run(&s, dst, src));
         // SAFETY: buf holds n f32, so at least n halves, and no other view of it is alive
         let halves = unsafe { std::slice::from_raw_parts(buf.as_ptr() as *const u16, n) };
         let want: Vec<u16> = input[..n].iter().map(|&v| crate::simd::quant::f16::fp32_to_fp16(v)).collect();

@@ -1,16 +1,22 @@
-//! The ops of the SIMD backend: one function per op over `Raw` views, each splitting its output
-//! rows across the thread pool. `supports` answers for exactly what is implemented here.
+//! The ops of the SIMD backend, one module per kind of op over `Raw` views, each splitting its
+//! output rows across the thread pool. Every module has the same two entry points, which the
+//! executor's table (`exec::kernel`) lists against the [`Op`](super::op::Op)s they serve:
+//!
+//! * `supports(&Node) -> bool`: true exactly for the types and layouts the kernel implements;
+//! * `compute(&Session, &Node) -> bool`: computes a supported node (false when a worker panicked).
 
-pub mod elementwise;
+pub mod binary;
+pub mod copy;
 pub mod get_rows;
 pub mod im2col;
 pub mod mul_mat;
 pub mod norm;
 pub mod rope;
 pub mod softmax;
+pub mod unary;
 
 use super::pool::{share, Session};
-use super::tensor::Raw;
+use super::view::{Raw, F16, F32};
 
 /// Below this many elements a node runs on the calling thread alone: waking the pool costs more
 /// than the work (decode graphs are hundreds of such nodes).
@@ -42,6 +48,25 @@ pub fn same_shape(a: &Raw, b: &Raw) -> bool {
 /// An f32 parameter stored in `op_params[i]`.
 pub fn param_f32(params: &[i32], i: usize) -> f32 {
     f32::from_bits(params[i] as u32)
+}
+
+pub fn is_float(ty: i32) -> bool {
+    ty == F32 || ty == F16
+}
+
+/// F32 with packed rows (what the row kernels slice).
+pub fn f32_rows(t: &Raw) -> bool {
+    t.ty == F32 && t.nb[0] == 4
+}
+
+/// `d[i] = f(i, x[i])` over a row, where `x` is a separate source row or, in place (`None`), `d`
+/// itself: one mutable view of the row, never a shared one beside it.
+#[inline(always)]
+pub fn map_row(d: &mut [f32], x: Option<&[f32]>, mut f: impl FnMut(usize, f32) -> f32) {
+    match x {
+        Some(x) => d.iter_mut().zip(x).enumerate().for_each(|(i, (d, &x))| *d = f(i, x)),
+        None => d.iter_mut().enumerate().for_each(|(i, d)| *d = f(i, *d)),
+    }
 }
 
 #[cfg(test)]

@@ -4,33 +4,27 @@
 //! split by weight rows (output columns) inside every batch.
 
 use super::{Raw, Session};
-use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, WType, Weights};
+use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
+use crate::simd::op::Node;
+use crate::simd::quant::WType;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::cpu_features::simd_level;
-use crate::simd::tensor::{F16, F32, Q4_0, Q4_1, Q8_0};
+use crate::simd::view::{F16, F32};
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-fn wtype(ty: i32) -> Option<WType> {
-    match ty {
-        F32 => Some(WType::F32),
-        F16 => Some(WType::F16),
-        Q4_0 => Some(WType::Q4_0),
-        Q4_1 => Some(WType::Q4_1),
-        Q8_0 => Some(WType::Q8_0),
-        _ => None,
-    }
-}
-
-pub fn supports(d: &Raw, a: &Raw, b: Option<&Raw>) -> bool {
-    let (Some(w), Some(b)) = (wtype(a.ty), b) else { return false };
+/// Weights of any [`WType`] (packed along dim 0, whole blocks, aligned rows) broadcast over F32
+/// or F16 activations with packed rows, F32 out.
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
+    let Some(w) = WType::from_ggml(a.ty) else { return false };
     let elem_b = match b.ty {
         F32 => 4,
         F16 => 2,
         _ => return false,
     };
-    let wt_align = if w == WType::F32 { 4 } else { 2 };
+    let wt_align = w.align();
     a.nb[0] == w.block_bytes()
         && a.ne[0].is_multiple_of(w.block_len())
         && a.nb[1].is_multiple_of(wt_align)
@@ -83,8 +77,12 @@ thread_local! {
 /// Multiply-adds below which a product runs on the calling thread alone.
 const SERIAL_MACS: usize = 64 * 1024;
 
+pub fn compute(s: &Session, n: &Node) -> bool {
+    mul_mat(s, n.dst, n.src(0), n.src(1))
+}
+
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
-    let w = wtype(a.ty).expect("checked by supports");
+    let w = WType::from_ggml(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
     let batches: Vec<(usize, usize)> = (0..b.ne[3]).flat_map(|i3| (0..b.ne[2]).map(move |i2| (i2, i3))).collect();

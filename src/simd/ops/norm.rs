@@ -1,8 +1,21 @@
 //! NORM (layer norm) and RMS_NORM over rows, with ggml's double-precision sums.
 
-use super::elementwise::map_row;
-use super::{for_rows, Raw, Session};
-use crate::simd::tensor::{alias, Alias, Detached};
+use super::{f32_rows, for_rows, map_row, same_shape, Raw, Session};
+use crate::simd::op::{Node, Op};
+use crate::simd::view::{alias, Alias, Detached};
+
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
+    f32_rows(&a) && f32_rows(&d) && same_shape(&a, &d)
+}
+
+/// NORM or RMS_NORM, `eps` in `op_params[0]`.
+pub fn compute(s: &Session, n: &Node) -> bool {
+    match n.op {
+        Op::Norm => norm(s, n.dst, n.src(0), n.param_f32(0)),
+        _ => rms_norm(s, n.dst, n.src(0), n.param_f32(0)),
+    }
+}
 
 pub fn norm(s: &Session, dst: Raw, a: Raw, eps: f32) -> bool {
     let (_a_copy, a) = Detached::unless_apart(&dst, a);

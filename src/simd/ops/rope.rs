@@ -1,9 +1,25 @@
 //! ROPE (normal and NeoX modes) with YaRN scaling, as ggml computes it: a per-position table of
 //! cos/sin, then rotation of dimension pairs; dimensions past `n_dims` are copied.
 
-use super::{for_rows, param_f32, Raw, Session};
-use crate::simd::cpu_features::{simd_level, SimdLevel};
-use crate::simd::tensor::{alias, with_row, Alias, Detached};
+use super::{f32_rows, for_rows, param_f32, Raw, Session};
+use crate::simd::cpu_features::simd_level;
+use crate::simd::op::Node;
+use crate::simd::view::{alias, with_row, Alias, Detached, F32, I32};
+
+/// Normal and NeoX modes over F32 rows of an even `n_dims`, I32 positions, optional F32 frequency
+/// factors.
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
+    let (n_dims, mode) = (n.params[1], n.params[2]);
+    f32_rows(&a) && f32_rows(&d) && (mode == 0 || mode == MODE_NEOX)
+        && n_dims > 0 && n_dims as usize <= a.ne[0] && n_dims % 2 == 0 && a.ne[3] == 1
+        && n.src[1].is_some_and(|p| p.ty == I32 && p.ne[0] >= a.ne[2])
+        && n.src[2].is_none_or(|f| f.ty == F32)
+}
+
+pub fn compute(s: &Session, n: &Node) -> bool {
+    rope(s, n.dst, n.src(0), n.src(1), n.src[2], &RopeParams::from_op_params(&n.params))
+}
 
 pub const MODE_NEOX: i32 = 2;
 
@@ -119,7 +135,7 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
             theta *= theta_scale;
             i0 += 2;
         }
-        let fused = simd_level() == SimdLevel::Avx2;
+        let fused = crate::simd::cpu_features::is_x86(simd_level());
         for i1 in 0..a.ne[1] {
             with_row(&dst, &a, in_place, (i1, i2, i3), |x, d| {
                 #[cfg(target_arch = "x86_64")]

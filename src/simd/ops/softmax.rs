@@ -1,9 +1,22 @@
 //! SOFT_MAX with ggml's extensions: a scale, an optional mask (F32 or F16, broadcast over rows),
 //! and ALiBi slopes when `max_bias > 0`. The row arithmetic is `softmax_row`'s.
 
-use super::{for_rows, Raw, Session};
+use super::{f32_rows, for_rows, is_float, Raw, Session};
+use crate::simd::op::Node;
 use crate::simd::softmax_row::{soft_max_row, Mask};
-use crate::simd::tensor::{alias, with_row, Alias, Detached, F16, F32};
+use crate::simd::view::{alias, with_row, Alias, Detached, F16, F32};
+
+/// F32 rows, an optional F32/F16 mask as wide as a row, no ALiBi sinks (`src[2]`).
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
+    let mask_ok = n.src[1].is_none_or(|m| is_float(m.ty) && m.ne[0] == a.ne[0]);
+    f32_rows(&a) && f32_rows(&d) && mask_ok && n.src[2].is_none()
+}
+
+/// Scale and max_bias in `op_params[0..2]`.
+pub fn compute(s: &Session, n: &Node) -> bool {
+    soft_max(s, n.dst, n.src(0), n.src[1], n.param_f32(0), n.param_f32(1))
+}
 
 pub fn soft_max(s: &Session, dst: Raw, a: Raw, mask: Option<Raw>, scale: f32, max_bias: f32) -> bool {
     let n_head = a.ne[2] as u32;

@@ -71,7 +71,7 @@ pub fn f16_to_f32_slice_at(level: SimdLevel, src: &[u16], dst: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::f16_to_f32(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::f16_to_f32(src, dst) },
         _ => {
             for (d, &s) in dst.iter_mut().zip(src) {
                 *d = fp16_to_fp32(s);
@@ -91,7 +91,7 @@ pub fn f32_to_f16_slice_at(level: SimdLevel, src: &[f32], dst: &mut [u16]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::f32_to_f16(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::f32_to_f16(src, dst) },
         _ => {
             for (d, &s) in dst.iter_mut().zip(src) {
                 *d = fp32_to_fp16(s);
@@ -108,7 +108,7 @@ pub fn round_f16_slice_at(level: SimdLevel, src: &[f32], dst: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::round_f16(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::round_f16(src, dst) },
         _ => {
             for (d, &s) in dst.iter_mut().zip(src) {
                 *d = fp16_to_fp32(fp32_to_fp16(s));
@@ -131,7 +131,7 @@ pub fn dot_f16_f32_at(level: SimdLevel, a: &[u16], b: &[f32]) -> f32 {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::dot_f16_f32(a, b) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::dot_f16_f32(a, b) },
         _ => dot_f16_f32_portable(a, b),
     }
 }
@@ -152,7 +152,7 @@ pub fn dot_f16_f16_at(level: SimdLevel, a: &[u16], b: &[u16]) -> f32 {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::dot_f16_f16(a, b) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::dot_f16_f16(a, b) },
         _ => dot_lanes(a.len(), |i| fp16_to_fp32(a[i]) * fp16_to_fp32(b[i])),
     }
 }

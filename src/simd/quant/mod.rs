@@ -12,37 +12,188 @@ pub mod q4_0;
 pub mod q4_1;
 pub mod q8_0;
 pub mod q8_1;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod tile;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod tile_avx512;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod float_tile;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod float_tile_avx512;
-#[cfg(target_arch = "aarch64")]
-pub(crate) mod tile_neon;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
 pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
 
+use crate::simd::cpu_features::SimdLevel;
+
 /// Values per block for every format here (ggml's QK4_0 = QK4_1 = QK8_0 = QK8_1 = 32).
 pub const QK: usize = 32;
 
-/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
-/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
-/// of its columns from one place instead of converting a half per block and output.
-#[derive(Clone, Copy)]
-#[allow(dead_code)] // read by the SIMD tile kernels only
-pub(crate) struct ActRows<'a, A> {
-    pub blocks: &'a [A],
-    pub d: &'a [f32],
-    pub s: &'a [f32],
-    pub nb: usize,
-    pub n: usize,
+/// The `enum ggml_type` ids the backend reads (numbered alike in both revisions).
+pub mod type_id {
+    pub const F32: i32 = 0;
+    pub const F16: i32 = 1;
+    pub const Q4_0: i32 = 2;
+    pub const Q4_1: i32 = 3;
+    pub const Q8_0: i32 = 8;
+    pub const I32: i32 = 26;
 }
+
+/// The weight types the backend reads (MUL_MAT weights, GET_ROWS tables): the one table of what
+/// each ggml type id is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WType {
+    F32,
+    F16,
+    Q4_0,
+    Q4_1,
+    Q8_0,
+}
+
+impl WType {
+    /// The type of ggml type id `ty` (`enum ggml_type`, numbered alike in both revisions).
+    pub const fn from_ggml(ty: i32) -> Option<WType> {
+        use type_id as t;
+        match ty {
+            t::F32 => Some(WType::F32),
+            t::F16 => Some(WType::F16),
+            t::Q4_0 => Some(WType::Q4_0),
+            t::Q4_1 => Some(WType::Q4_1),
+            t::Q8_0 => Some(WType::Q8_0),
+            _ => None,
+        }
+    }
+
+    /// Values per block (1 for the float types).
+    pub const fn block_len(self) -> usize {
+        match self {
+            WType::F32 | WType::F16 => 1,
+            WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => QK,
+        }
+    }
+
+    /// Bytes per block (ggml's `type_size`).
+    pub const fn block_bytes(self) -> usize {
+        match self {
+            WType::F32 => 4,
+            WType::F16 => 2,
+            WType::Q4_0 => <Q4_0 as Format>::W::BYTES,
+            WType::Q4_1 => <Q4_1 as Format>::W::BYTES,
+            WType::Q8_0 => <Q8_0 as Format>::W::BYTES,
+        }
+    }
+
+    /// Bytes of one dense row of `k` values (`k` must be a multiple of [`Self::block_len`]).
+    pub const fn row_bytes(self, k: usize) -> usize {
+        k / self.block_len() * self.block_bytes()
+    }
+
+    /// Required alignment of row starts, so rows can be viewed as typed slices.
+    pub const fn align(self) -> usize {
+        match self {
+            WType::F32 => 4,
+            _ => 2,
+        }
+    }
+
+    /// Writes one row (`out.len()` values, [`Self::row_bytes`] of `bytes`) as f32.
+    pub fn to_f32_at(self, level: SimdLevel, bytes: &[u8], out: &mut [f32]) {
+        match self {
+            WType::F32 => out.iter_mut().zip(bytes.chunks_exact(4)).for_each(|(o, b)| *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            WType::F16 => match try_halves(bytes) {
+                Some(h) => f16::f16_to_f32_slice_at(level, &h[..out.len()], out),
+                None => out.iter_mut().zip(bytes.chunks_exact(2)).for_each(|(o, b)| *o = f16::fp16_to_fp32(u16::from_le_bytes([b[0], b[1]]))),
+            },
+            WType::Q4_0 => Q4_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q4_1 => Q4_1::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q8_0 => Q8_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+        }
+    }
+}
+
+/// `bytes` as halves when 2-aligned.
+fn try_halves(bytes: &[u8]) -> Option<&[u16]> {
+    // SAFETY: u16 has no invalid bit patterns; align_to only hands out the aligned middle.
+    let (head, mid, _) = unsafe { bytes.align_to::<u16>() };
+    head.is_empty().then_some(mid)
+}
+
+/// A block format of weights, with everything ggml-cpu's MUL_MAT does with it: the block layout,
+/// the partner format activations are quantized to (ggml's `vec_dot_type`), quantize /
+/// dequantize, and the portable dot product, which is the reference for the ISA kernels. Those
+/// kernels (`matmul::avx2`, `matmul::avx512`, `matmul::neon`) extend this trait with each ISA's
+/// tile interface, implemented for the same markers [`Q4_0`], [`Q4_1`], [`Q8_0`].
+pub trait Format: 'static {
+    /// The weight block (`block_q4_0`, ...).
+    type W: QuantBlock;
+    /// The activations' block (`block_q8_0` or `block_q8_1`).
+    type A: QuantBlock;
+    const WTYPE: WType;
+    fn dequantize_row_at(level: SimdLevel, w: &[Self::W], out: &mut [f32]);
+    /// Activations to the partner format, as ggml-cpu's `from_float` of the `vec_dot_type`.
+    fn quantize_acts_at(level: SimdLevel, x: &[f32], out: &mut [Self::A]);
+    /// An activation block's scale and (Q8_1) sum as f32, as the tiles read them.
+    fn act_scale_sum(a: &Self::A) -> (f32, f32);
+    /// ggml's scalar `vec_dot` of a weight row and an activation row: the reference every ISA
+    /// kernel is tested against (what MUL_MAT runs per level is `matmul::vec_dot_at`).
+    fn vec_dot_portable(w: &[Self::W], a: &[Self::A]) -> f32;
+}
+
+/// Marker of the Q4_0 format (weights: `block_q4_0`, activations: Q8_0).
+pub struct Q4_0;
+/// Marker of the Q4_1 format (weights: `block_q4_1`, activations: Q8_1).
+pub struct Q4_1;
+/// Marker of the Q8_0 format (weights and activations: `block_q8_0`).
+pub struct Q8_0;
+
+macro_rules! block_format {
+    ($fmt:ident, $module:ident, $block:ident, $acts:ident) => {
+        impl Format for $fmt {
+            type W = $block;
+            type A = <$acts as ActFormat>::Block;
+            const WTYPE: WType = WType::$fmt;
+            fn dequantize_row_at(level: SimdLevel, w: &[Self::W], out: &mut [f32]) {
+                $module::dequantize_row_at(level, w, out)
+            }
+            fn quantize_acts_at(level: SimdLevel, x: &[f32], out: &mut [Self::A]) {
+                <$acts as ActFormat>::quantize_row_at(level, x, out)
+            }
+            fn act_scale_sum(a: &Self::A) -> (f32, f32) {
+                <$acts as ActFormat>::scale_sum(a)
+            }
+            fn vec_dot_portable(w: &[Self::W], a: &[Self::A]) -> f32 {
+                $module::vec_dot_portable(w, a)
+            }
+        }
+    };
+}
+
+/// An activation (partner) format: the block and its quantizer.
+pub trait ActFormat {
+    type Block: QuantBlock;
+    fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [Self::Block]);
+    fn scale_sum(b: &Self::Block) -> (f32, f32);
+}
+/// Marker of the Q8_0 activation format.
+pub struct ActQ8_0;
+/// Marker of the Q8_1 activation format (Q8_0 plus each block's sum).
+pub struct ActQ8_1;
+impl ActFormat for ActQ8_0 {
+    type Block = BlockQ8_0;
+    fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [BlockQ8_0]) {
+        q8_0::quantize_row_at(level, x, out)
+    }
+    fn scale_sum(b: &BlockQ8_0) -> (f32, f32) {
+        (f16::fp16_to_fp32(b.d), 0.0)
+    }
+}
+impl ActFormat for ActQ8_1 {
+    type Block = BlockQ8_1;
+    fn quantize_row_at(level: SimdLevel, x: &[f32], out: &mut [BlockQ8_1]) {
+        q8_1::quantize_row_at(level, x, out)
+    }
+    fn scale_sum(b: &BlockQ8_1) -> (f32, f32) {
+        (f16::fp16_to_fp32(b.d), f16::fp16_to_fp32(b.s))
+    }
+}
+
+block_format!(Q4_0, q4_0, BlockQ4_0, ActQ8_0);
+block_format!(Q4_1, q4_1, BlockQ4_1, ActQ8_1);
+block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///

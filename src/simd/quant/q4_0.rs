@@ -64,7 +64,7 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ4_0], dst: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::dequantize(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::dequantize(src, dst) },
         _ => {
             for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {
                 let d = fp16_to_fp32(b.d);
@@ -77,33 +77,8 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ4_0], dst: &mut [f32]) {
     }
 }
 
-/// Dot product of Q4_0 weights with Q8_0 activations (`32 * x.len()` values).
-///
-/// The per-block integer sums are exact on every level; levels differ only in how the scaled
-/// block sums are added (serial on the portable path, 8 lanes + FMA on AVX2). `y` must come from
-/// the Q8_0 quantizer (no -128 quants), which the AVX2 sign trick relies on.
-pub fn vec_dot_q4_0_q8_0(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
-    vec_dot_q4_0_q8_0_at(simd_level(), x, y)
-}
-
-/// [`vec_dot_q4_0_q8_0`] on an explicit kernel level (clamped to what the CPU supports).
-pub fn vec_dot_q4_0_q8_0_at(level: SimdLevel, x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
-    assert_eq!(x.len(), y.len(), "vec_dot_q4_0_q8_0: block count mismatch");
-    match clamp_level(level) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::vec_dot_q8_0(x, y) },
-        #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => {
-            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-            super::tile_neon::quant_dot::<super::tile_neon::Q4_0>(x, y, &d, &[])
-        }
-        _ => vec_dot_portable(x, y),
-    }
-}
-
 /// ggml's generic kernel: exact i32 block sums, then `sumi * dx * dy` accumulated serially.
-pub(crate) fn vec_dot_portable(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
+pub fn vec_dot_portable(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let mut sumi = 0i32;
@@ -123,14 +98,6 @@ pub(crate) mod x86 {
     use super::*;
     use std::arch::x86_64::*;
 
-    /// ggml-cpu's AVX2 `vec_dot_q4_0_q8_0`, float order included (see `quant::tile`).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn vec_dot_q8_0(x: &[BlockQ4_0], y: &[BlockQ8_0]) -> f32 {
-        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
-        unsafe { super::super::tile::quant_dot::<super::super::tile::Q4_0>(x, y, &d, &[]) }
-    }
-
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn dequantize(src: &[BlockQ4_0], dst: &mut [f32]) {
         let m = _mm_set1_epi8(0x0F);
@@ -149,7 +116,7 @@ pub(crate) mod x86 {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
-    use super::super::{blocks_as_bytes, q8_0};
+    use super::super::blocks_as_bytes;
     use super::*;
     use crate::simd::cpu_features::available_levels;
 
@@ -245,58 +212,4 @@ mod tests {
         assert!(nmse(&y, &x) < 0.02);
     }
 
-    #[test]
-    fn dot_simd_vs_portable() {
-        let mut rng = Lcg::new(5);
-        for &nb in &[1usize, 2, 3, 18, 48, 1536] {
-            let w: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
-            let a: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
-            let mut bw = vec![BlockQ4_0::default(); nb];
-            let mut ba = vec![BlockQ8_0::default(); nb];
-            quantize_row(&w, &mut bw);
-            q8_0::quantize_row(&a, &mut ba);
-            // Exact value of what both kernels approximate, from the exact dequantized products.
-            let mut wd = vec![0f32; nb * 32];
-            let mut ad = vec![0f32; nb * 32];
-            dequantize_row(&bw, &mut wd);
-            q8_0::dequantize_row(&ba, &mut ad);
-            let exact: f64 = wd.iter().zip(&ad).map(|(&p, &q)| p as f64 * q as f64).sum();
-            let p = vec_dot_q4_0_q8_0_at(SimdLevel::Portable, &bw, &ba);
-            for level in available_levels() {
-                let s = vec_dot_q4_0_q8_0_at(level, &bw, &ba);
-                let mag: f64 = wd.iter().zip(&ad).map(|(&p, &q)| (p as f64 * q as f64).abs()).sum();
-                // Only float summation order differs: bounded by a few ulps of the magnitude sum.
-                assert!((s as f64 - exact).abs() <= mag * 1e-6 + 1e-6, "{level:?} nb={nb}");
-                assert!((s as f64 - p as f64).abs() <= mag * 2e-6 + 1e-6, "{level:?} nb={nb}");
-            }
-        }
-    }
-
-    /// With unit scales every float operation is on small integers, hence exact: all levels must
-    /// return the identical value, which pins the integer part of the SIMD kernels exactly.
-    #[test]
-    fn dot_exact_with_unit_scales() {
-        let mut rng = Lcg::new(9);
-        for &nb in &[1usize, 5, 64] {
-            let x: Vec<BlockQ4_0> = (0..nb)
-                .map(|_| BlockQ4_0 { d: 0x3C00, qs: std::array::from_fn(|_| rng.next_u32() as u8) })
-                .collect();
-            let y: Vec<BlockQ8_0> = (0..nb)
-                .map(|_| BlockQ8_0 {
-                    d: 0x3C00,
-                    qs: std::array::from_fn(|_| ((rng.next_u32() % 255) as i32 - 127) as i8),
-                })
-                .collect();
-            let mut want = 0i64;
-            for (bx, by) in x.iter().zip(&y) {
-                for j in 0..16 {
-                    want += ((bx.qs[j] & 15) as i64 - 8) * by.qs[j] as i64;
-                    want += ((bx.qs[j] >> 4) as i64 - 8) * by.qs[j + 16] as i64;
-                }
-            }
-            for level in available_levels() {
-                assert_eq!(vec_dot_q4_0_q8_0_at(level, &x, &y), want as f32, "{level:?}");
-            }
-        }
-    }
 }

@@ -67,7 +67,7 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ4_1], dst: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::dequantize(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::dequantize(src, dst) },
         _ => {
             for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {
                 let d = fp16_to_fp32(b.d);
@@ -81,34 +81,8 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ4_1], dst: &mut [f32]) {
     }
 }
 
-/// Dot product of Q4_1 weights with Q8_1 activations (`32 * x.len()` values).
-///
-/// The minimum's contribution `m * sum(y)` comes from the activation block's precomputed `s`, so
-/// the inner loop is a plain unsigned-by-signed byte product. Block integer sums are exact on all
-/// levels; only the float accumulation order differs.
-pub fn vec_dot_q4_1_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
-    vec_dot_q4_1_q8_1_at(simd_level(), x, y)
-}
-
-/// [`vec_dot_q4_1_q8_1`] on an explicit kernel level (clamped to what the CPU supports).
-pub fn vec_dot_q4_1_q8_1_at(level: SimdLevel, x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
-    assert_eq!(x.len(), y.len(), "vec_dot_q4_1_q8_1: block count mismatch");
-    match clamp_level(level) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::vec_dot_q8_1(x, y) },
-        #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => {
-            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-            let s: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.s)).collect();
-            super::tile_neon::quant_dot::<super::tile_neon::Q4_1>(x, y, &d, &s)
-        }
-        _ => vec_dot_portable(x, y),
-    }
-}
-
 /// ggml's generic kernel: `(dx * dy) * sumi + mx * sy` per block, accumulated serially.
-pub(crate) fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
+pub fn vec_dot_portable(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let mut sumi = 0i32;
@@ -128,15 +102,6 @@ pub(crate) mod x86 {
     use super::super::x86_util::*;
     use super::*;
     use std::arch::x86_64::*;
-
-    /// ggml-cpu's AVX2 `vec_dot_q4_1_q8_1`, float order included (see `quant::tile`).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn vec_dot_q8_1(x: &[BlockQ4_1], y: &[BlockQ8_1]) -> f32 {
-        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-        let s: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.s)).collect();
-        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
-        unsafe { super::super::tile::quant_dot::<super::super::tile::Q4_1>(x, y, &d, &s) }
-    }
 
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(super) fn dequantize(src: &[BlockQ4_1], dst: &mut [f32]) {
@@ -161,7 +126,7 @@ pub(crate) mod x86 {
 #[cfg(test)]
 mod tests {
     use super::super::test_util::*;
-    use super::super::{blocks_as_bytes, q8_1};
+    use super::super::blocks_as_bytes;
     use super::*;
     use crate::simd::cpu_features::available_levels;
 
@@ -241,64 +206,4 @@ mod tests {
         assert!(nmse(&y, &x) < 0.01);
     }
 
-    #[test]
-    fn dot_simd_vs_portable() {
-        let mut rng = Lcg::new(6);
-        for &nb in &[1usize, 2, 3, 18, 48, 1536] {
-            let w: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss() + 0.3).collect();
-            let a: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
-            let mut bw = vec![BlockQ4_1::default(); nb];
-            let mut ba = vec![BlockQ8_1::default(); nb];
-            quantize_row(&w, &mut bw);
-            q8_1::quantize_row(&a, &mut ba);
-            let p = vec_dot_q4_1_q8_1_at(SimdLevel::Portable, &bw, &ba) as f64;
-            // Scale for the tolerance: magnitude of the terms both kernels add up.
-            let mag: f64 = bw
-                .iter()
-                .zip(&ba)
-                .map(|(x, y)| {
-                    let dd = (fp16_to_fp32(x.d) * fp16_to_fp32(y.d)).abs() as f64;
-                    let ms = (fp16_to_fp32(x.m) * fp16_to_fp32(y.s)).abs() as f64;
-                    dd * 15.0 * 127.0 * 32.0 + ms
-                })
-                .sum();
-            for level in available_levels() {
-                let s = vec_dot_q4_1_q8_1_at(level, &bw, &ba) as f64;
-                assert!((s - p).abs() <= mag * 1e-6, "{level:?} nb={nb}: {s} vs {p}");
-            }
-        }
-    }
-
-    /// Unit scales and small integer minimum/sums: every float op exact, so all levels agree.
-    #[test]
-    fn dot_exact_with_unit_scales() {
-        let mut rng = Lcg::new(10);
-        for &nb in &[1usize, 5, 64] {
-            let x: Vec<BlockQ4_1> = (0..nb)
-                .map(|_| BlockQ4_1 {
-                    d: 0x3C00,
-                    m: fp32_to_fp16(-2.0),
-                    qs: std::array::from_fn(|_| rng.next_u32() as u8),
-                })
-                .collect();
-            let y: Vec<BlockQ8_1> = (0..nb)
-                .map(|_| {
-                    let qs: [i8; 32] = std::array::from_fn(|_| ((rng.next_u32() % 255) as i32 - 127) as i8);
-                    let s: i32 = qs.iter().map(|&q| q as i32).sum();
-                    BlockQ8_1 { d: 0x3C00, s: fp32_to_fp16(s as f32), qs }
-                })
-                .collect();
-            let mut want = 0i64;
-            for (bx, by) in x.iter().zip(&y) {
-                for j in 0..16 {
-                    want += (bx.qs[j] & 15) as i64 * by.qs[j] as i64;
-                    want += (bx.qs[j] >> 4) as i64 * by.qs[j + 16] as i64;
-                }
-                want += -2 * fp16_to_fp32(by.s) as i64;
-            }
-            for level in available_levels() {
-                assert_eq!(vec_dot_q4_1_q8_1_at(level, &x, &y), want as f32, "{level:?}");
-            }
-        }
-    }
 }

@@ -45,7 +45,7 @@ pub fn quantize_row_at(level: SimdLevel, src: &[f32], dst: &mut [BlockQ8_0]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::quantize(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::quantize(src, dst) },
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::quantize(src, dst),
         _ => {
@@ -73,7 +73,7 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ8_0], dst: &mut [f32]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::dequantize(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::dequantize(src, dst) },
         _ => {
             for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {
                 let d = fp16_to_fp32(b.d);
@@ -85,33 +85,8 @@ pub fn dequantize_row_at(level: SimdLevel, src: &[BlockQ8_0], dst: &mut [f32]) {
     }
 }
 
-/// Dot product of Q8_0 weights with Q8_0 activations (`32 * x.len()` values).
-///
-/// Block integer sums are exact on every level; only float accumulation order differs. `y` must
-/// come from [`quantize_row`] (no -128 quants; the AVX2 sign trick cannot negate -128). `x` may
-/// hold any byte.
-pub fn vec_dot_q8_0_q8_0(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
-    vec_dot_q8_0_q8_0_at(simd_level(), x, y)
-}
-
-/// [`vec_dot_q8_0_q8_0`] on an explicit kernel level (clamped to what the CPU supports).
-pub fn vec_dot_q8_0_q8_0_at(level: SimdLevel, x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
-    assert_eq!(x.len(), y.len(), "vec_dot_q8_0_q8_0: block count mismatch");
-    match clamp_level(level) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::vec_dot(x, y) },
-        #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => {
-            let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-            super::tile_neon::quant_dot::<super::tile_neon::Q8_0>(x, y, &d, &[])
-        }
-        _ => vec_dot_portable(x, y),
-    }
-}
-
 /// ggml's generic kernel: exact i32 block sums, then `sumi * (dx * dy)` accumulated serially.
-pub(crate) fn vec_dot_portable(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
+pub fn vec_dot_portable(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
     let mut sumf = 0.0f32;
     for (bx, by) in x.iter().zip(y) {
         let sumi: i32 = bx.qs.iter().zip(&by.qs).map(|(&a, &b)| a as i32 * b as i32).sum();
@@ -153,14 +128,6 @@ pub(crate) mod x86 {
             y.d = fp32_to_fp16(d);
             store_i8x32(&mut y.qs, pack_i32x32_to_i8(q));
         }
-    }
-
-    /// ggml-cpu's AVX2 `vec_dot_q8_0_q8_0`, float order included (see `quant::tile`).
-    #[target_feature(enable = "avx2,fma,f16c")]
-    pub(crate) fn vec_dot(x: &[BlockQ8_0], y: &[BlockQ8_0]) -> f32 {
-        let d: Vec<f32> = y.iter().map(|b| fp16_to_fp32(b.d)).collect();
-        // SAFETY: this function only runs where AVX2/FMA/F16C were detected.
-        unsafe { super::super::tile::quant_dot::<super::super::tile::Q8_0>(x, y, &d, &[]) }
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -364,7 +331,7 @@ mod tests {
                 let want = match level {
                     SimdLevel::Portable => ggml_inverse_rule(&x, f32::round),
                     SimdLevel::Neon => ggml_inverse_rule(&x, f32::round_ties_even),
-                    SimdLevel::Avx2 => ggml_avx2_rule(&x),
+                    SimdLevel::Avx2 | SimdLevel::Avx512 => ggml_avx2_rule(&x),
                 };
                 assert_eq!(got, want, "{level:?} round {round}");
                 assert!(got.iter().all(|b| b.qs.iter().all(|&q| q != -128)));
@@ -392,52 +359,4 @@ mod tests {
         assert!(nmse(&y, &x) < 1e-4);
     }
 
-    #[test]
-    fn dot_simd_vs_portable() {
-        let mut rng = Lcg::new(12);
-        for &nb in &[1usize, 2, 3, 18, 48, 1536] {
-            let w: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
-            let a: Vec<f32> = (0..nb * 32).map(|_| rng.next_gauss()).collect();
-            let mut bw = vec![BlockQ8_0::default(); nb];
-            let mut ba = vec![BlockQ8_0::default(); nb];
-            quantize_row(&w, &mut bw);
-            quantize_row(&a, &mut ba);
-            let mut wd = vec![0f32; nb * 32];
-            let mut ad = vec![0f32; nb * 32];
-            dequantize_row(&bw, &mut wd);
-            dequantize_row(&ba, &mut ad);
-            let exact: f64 = wd.iter().zip(&ad).map(|(&p, &q)| p as f64 * q as f64).sum();
-            let mag: f64 = wd.iter().zip(&ad).map(|(&p, &q)| (p as f64 * q as f64).abs()).sum();
-            for level in available_levels() {
-                let s = vec_dot_q8_0_q8_0_at(level, &bw, &ba) as f64;
-                assert!((s - exact).abs() <= mag * 1e-6 + 1e-6, "{level:?} nb={nb}: {s} vs {exact}");
-            }
-        }
-    }
-
-    /// Unit scales: all float ops exact, so every level returns the same value. Weights include
-    /// -128 (legal in a weight block).
-    #[test]
-    fn dot_exact_with_unit_scales() {
-        let mut rng = Lcg::new(13);
-        for &nb in &[1usize, 5, 64] {
-            let x: Vec<BlockQ8_0> = (0..nb)
-                .map(|_| BlockQ8_0 { d: 0x3C00, qs: std::array::from_fn(|_| rng.next_u32() as i8) })
-                .collect();
-            let y: Vec<BlockQ8_0> = (0..nb)
-                .map(|_| BlockQ8_0 {
-                    d: 0x3C00,
-                    qs: std::array::from_fn(|_| ((rng.next_u32() % 255) as i32 - 127) as i8),
-                })
-                .collect();
-            let want: i64 = x
-                .iter()
-                .zip(&y)
-                .flat_map(|(a, b)| a.qs.iter().zip(&b.qs).map(|(&p, &q)| p as i64 * q as i64))
-                .sum();
-            for level in available_levels() {
-                assert_eq!(vec_dot_q8_0_q8_0_at(level, &x, &y), want as f32, "{level:?}");
-            }
-        }
-    }
 }

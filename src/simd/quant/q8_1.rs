@@ -38,7 +38,7 @@ pub fn quantize_row_at(level: SimdLevel, src: &[f32], dst: &mut [BlockQ8_1]) {
     match clamp_level(level) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
-        SimdLevel::Avx2 => unsafe { x86::quantize(src, dst) },
+        SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::quantize(src, dst) },
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => neon::quantize(src, dst),
         _ => {

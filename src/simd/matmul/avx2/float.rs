@@ -14,7 +14,7 @@ use std::arch::x86_64::*;
 /// [`f32_tail_unfused`]).
 ///
 /// # Safety
-/// `load8` uses AVX2/F16C; see [`Format`].
+/// `load8` uses AVX2/F16C; see [`super::quant::Avx2Tile`].
 pub(crate) unsafe trait FloatElem: Copy {
     /// Eight elements from `p`, as f32. Raw pointer so the tile loops carry no bounds checks.
     ///
@@ -35,7 +35,7 @@ unsafe impl FloatElem for u16 {
     }
     #[inline]
     fn to_f32(self) -> f32 {
-        super::f16::fp16_to_fp32(self)
+        crate::simd::quant::f16::fp16_to_fp32(self)
     }
     #[inline]
     fn finish(reduced: f32, w: &[u16], a: &[f32]) -> f32 {

@@ -17,18 +17,17 @@
 // and column numbers; iterator chains over them would hide which output each FMA feeds.
 #![allow(clippy::needless_range_loop)]
 
-use super::x86_util::*;
-use super::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, QuantBlock};
+use crate::simd::quant::x86_util::*;
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
 use std::arch::x86_64::*;
 
-/// A quantized weight format with its activation partner, as ggml-cpu's AVX2 `vec_dot` sees them.
+/// A block format ([`Format`]: the block and its activation partner) as ggml-cpu's AVX2
+/// `vec_dot` sees it.
 ///
 /// # Safety
 /// The methods use AVX2/FMA/F16C instructions: call them only from code running on a CPU that
 /// has them (the tile kernels below are `#[target_feature]` functions entered after detection).
-pub(crate) unsafe trait Format {
-    type W: QuantBlock;
-    type A: QuantBlock;
+pub unsafe trait Avx2Tile: Format {
     /// A weight block unpacked once and reused for every activation column of a tile.
     type Prep: Copy;
     /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
@@ -42,19 +41,13 @@ pub(crate) unsafe trait Format {
     unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256;
 }
 
-pub(crate) struct Q4_0;
-pub(crate) struct Q4_1;
-pub(crate) struct Q8_0;
-
 /// The two formats with signed weights against Q8_0 activations. Prep is (|q|, q): ggml's
 /// signed-times-signed trick moves the weight's sign onto the activation so the
 /// unsigned-by-signed byte multiply applies.
 macro_rules! signed_format {
     ($fmt:ident, $block:ident, |$w:ident| $quants:expr) => {
         // SAFETY: AVX2-only bodies, see the trait.
-        unsafe impl Format for $fmt {
-            type W = $block;
-            type A = BlockQ8_0;
+        unsafe impl Avx2Tile for $fmt {
             type Prep = (__m256i, __m256i);
             const HAS_MIN: bool = false;
             #[inline]
@@ -80,9 +73,7 @@ signed_format!(Q4_0, BlockQ4_0, |w| _mm256_sub_epi8(nibbles32(&w.qs), _mm256_set
 signed_format!(Q8_0, BlockQ8_0, |w| load_i8x32(&w.qs));
 
 // SAFETY: AVX2-only bodies, see the trait.
-unsafe impl Format for Q4_1 {
-    type W = BlockQ4_1;
-    type A = BlockQ8_1;
+unsafe impl Avx2Tile for Q4_1 {
     /// The nibbles are unsigned already.
     type Prep = __m256i;
     const HAS_MIN: bool = true;
@@ -110,7 +101,7 @@ fn half(h: u16) -> f32 {
     _mm_cvtss_f32(halves4(h, 0, 0, 0))
 }
 
-pub(crate) use super::ActRows;
+pub(crate) use super::super::ActRows;
 
 /// How far ahead of the block being multiplied a matrix-vector product prefetches its weights, in
 /// bytes: decoding streams the weights from DRAM, and 24 blocks ahead (~0.5 KiB) left one core
@@ -126,7 +117,7 @@ const PREFETCH_BYTES: usize = 4096;
 /// `c0..c0 + C` exist in `a` (checked).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&[F::W]; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
+pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: [&[F::W]; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
     const { assert!(C <= 4, "Q4_1's minimum sums are kept one column per __m128 lane") };
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb));
@@ -135,7 +126,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
     let mut summs = [_mm_setzero_ps(); R];
     for b in 0..nb {
         let col = b * a.n + c0;
-        // SAFETY (for the Format calls and unchecked reads in this loop): this function requires
+        // SAFETY (for the Avx2Tile calls and unchecked reads in this loop): this function requires
         // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
         // b * n + c0 + c are below n * nb <= the length of blocks, d and (Q4_1) s, and b is
         // below every w[r].len().
@@ -186,7 +177,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const R: usize, const C: usize>(w: [&
 /// # Safety
 /// AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn quant_dot<F: Format>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
+pub(crate) unsafe fn quant_dot<F: Avx2Tile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
     let rows = ActRows { blocks: a, d, s, nb: a.len(), n: 1 };
     // SAFETY: same requirements as this function.
     unsafe { quant_tile::<F, 1, 1>([w], &rows, 0)[0][0] }

@@ -14,12 +14,7 @@
 
 use crate::abi::{Rev, Tensor};
 
-pub const F32: i32 = 0;
-pub const F16: i32 = 1;
-pub const Q4_0: i32 = 2;
-pub const Q4_1: i32 = 3;
-pub const Q8_0: i32 = 8;
-pub const I32: i32 = 26;
+pub use super::quant::type_id::{F16, F32, I32, Q4_0, Q4_1, Q8_0};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Raw {

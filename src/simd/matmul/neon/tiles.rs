@@ -54,8 +54,9 @@
 // and column numbers; iterator chains over them would hide which output each FMA feeds.
 #![allow(clippy::needless_range_loop)]
 
-use super::f16::fp16_to_fp32;
-use super::{ActRows, BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, QuantBlock};
+use super::super::ActRows;
+use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
 use std::arch::aarch64::*;
 
 /// Whether ggml's `vmlaq_n_f32` block accumulation is taken as fused (see the module docs).
@@ -121,10 +122,9 @@ unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x16_t; 2]) ->
     }
 }
 
-/// A quantized weight format with its activation partner, as ggml-cpu's NEON `vec_dot` sees them.
-pub(crate) trait Format {
-    type W: QuantBlock;
-    type A: QuantBlock;
+/// A block format ([`Format`]: the block and its activation partner) as ggml-cpu's NEON
+/// `vec_dot` sees it.
+pub trait NeonTile: Format {
     /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
     const HAS_MIN: bool;
     /// The weight block as 32 signed bytes (elements 0..16, 16..32) and its scale.
@@ -139,13 +139,7 @@ pub(crate) trait Format {
     fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, mw: f32, sa: f32) -> f32;
 }
 
-pub(crate) struct Q4_0;
-pub(crate) struct Q4_1;
-pub(crate) struct Q8_0;
-
-impl Format for Q4_0 {
-    type W = BlockQ4_0;
-    type A = BlockQ8_0;
+impl NeonTile for Q4_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
     fn prep(w: &BlockQ4_0) -> ([int8x16_t; 2], f32) {
@@ -169,9 +163,7 @@ impl Format for Q4_0 {
     }
 }
 
-impl Format for Q8_0 {
-    type W = BlockQ8_0;
-    type A = BlockQ8_0;
+impl NeonTile for Q8_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
     fn prep(w: &BlockQ8_0) -> ([int8x16_t; 2], f32) {
@@ -188,9 +180,7 @@ impl Format for Q8_0 {
     }
 }
 
-impl Format for Q4_1 {
-    type W = BlockQ4_1;
-    type A = BlockQ8_1;
+impl NeonTile for Q4_1 {
     const HAS_MIN: bool = true;
     #[inline(always)]
     fn prep(w: &BlockQ4_1) -> ([int8x16_t; 2], f32) {
@@ -233,7 +223,7 @@ fn mla(acc: float32x4_t, q: float32x4_t, s: f32) -> float32x4_t {
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension. (Shapes are checked.)
 #[inline(always)]
-pub(crate) unsafe fn quant_tile<F: Format, const DOT: bool, const R: usize, const C: usize>(
+pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, const C: usize>(
     w: [&[F::W]; R],
     a: &ActRows<'_, F::A>,
     c0: usize,
@@ -300,7 +290,7 @@ pub(crate) unsafe fn quant_tile<F: Format, const DOT: bool, const R: usize, cons
 }
 
 /// ggml's `vec_dot` for one quantized row pair (`R = C = 1`), `sdot` when the CPU has it.
-pub(crate) fn quant_dot<F: Format>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
+pub(crate) fn quant_dot<F: NeonTile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32]) -> f32 {
     let rows = ActRows { blocks: a, d, s, nb: a.len(), n: 1 };
     if crate::simd::cpu_features::has_dotprod() {
         // SAFETY: dotprod was detected at runtime.
@@ -314,7 +304,7 @@ pub(crate) fn quant_dot<F: Format>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32])
 /// # Safety
 /// The CPU must have the dot product extension.
 #[target_feature(enable = "dotprod")]
-unsafe fn quant_dot_sdot<F: Format>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f32 {
+unsafe fn quant_dot_sdot<F: NeonTile>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f32 {
     // SAFETY: this function requires dotprod.
     unsafe { quant_tile::<F, true, 1, 1>([w], rows, 0)[0][0] }
 }
@@ -552,9 +542,9 @@ pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R],
 
 #[cfg(test)]
 mod tests {
-    use super::super::f16::{fp32_to_fp16, fp16_to_fp32};
-    use super::super::test_util::Lcg;
-    use super::super::{q4_0, q4_1, q8_0, q8_1};
+    use crate::simd::quant::f16::{fp32_to_fp16, fp16_to_fp32};
+    use crate::simd::quant::test_util::Lcg;
+    use crate::simd::quant::{q4_0, q4_1, q8_0, q8_1};
     use super::*;
     use crate::simd::cpu_features::has_dotprod;
 
@@ -695,7 +685,7 @@ mod tests {
 
     /// Every 2 x C tile (C = 1..4, every column offset) equals the model, with and without
     /// `sdot`; so does the single-row entry point.
-    fn check_tiles<F: Format>(kind: Kind, c: &Case<F::W, F::A>) {
+    fn check_tiles<F: NeonTile>(kind: Kind, c: &Case<F::W, F::A>) {
         let rows = ActRows { blocks: &c.a, d: &c.d, s: &c.s, nb: c.nb, n: c.n };
         let want = |r: usize, j: usize| model(kind, &c.wm[r], &c.am[j]);
         macro_rules! tile {

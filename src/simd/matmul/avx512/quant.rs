@@ -28,17 +28,18 @@
 // numbers; iterator chains would hide which output each FMA feeds.
 #![allow(clippy::needless_range_loop)]
 
-use super::tile::{Format, Q4_0, Q4_1, Q8_0};
-use super::x86_util::hsum_ps;
-use super::{ActRows, BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1};
+use super::super::avx2::quant::Avx2Tile;
+use super::super::ActRows;
+use crate::simd::quant::x86_util::{self, hsum_ps};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Q4_0, Q4_1, Q8_0};
 use std::arch::x86_64::*;
 
-/// What the 512-bit kernels need from a weight format beyond [`Format`].
+/// What the 512-bit kernels need from a block format beyond [`Avx2Tile`].
 ///
 /// # Safety
 /// The methods use AVX2 (and, for `pair`, AVX-512F) instructions: call them only from code
 /// running on a CPU that has them.
-pub(crate) unsafe trait Wide: Format {
+pub(crate) unsafe trait Avx512Tile: Avx2Tile {
     /// Multiplier of the activation's 4-byte sums that turns the unsigned weight bytes' dot
     /// product back into ggml's (see the module doc).
     const OFF: i32;
@@ -77,11 +78,11 @@ fn halves2(a: u16, b: u16) -> __m128 {
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn nibbles(qs: &[u8; 16]) -> __m256i {
-    super::x86_util::nibbles32(qs)
+    x86_util::nibbles32(qs)
 }
 
 // SAFETY: AVX2 / AVX-512F bodies, see the trait.
-unsafe impl Wide for Q4_1 {
+unsafe impl Avx512Tile for Q4_1 {
     const OFF: i32 = 0;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -114,7 +115,7 @@ unsafe impl Wide for Q4_1 {
 }
 
 // SAFETY: AVX2 / AVX-512F bodies, see the trait.
-unsafe impl Wide for Q4_0 {
+unsafe impl Avx512Tile for Q4_0 {
     const OFF: i32 = -8;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -144,12 +145,12 @@ unsafe impl Wide for Q4_0 {
 }
 
 // SAFETY: AVX2 / AVX-512F bodies, see the trait.
-unsafe impl Wide for Q8_0 {
+unsafe impl Avx512Tile for Q8_0 {
     const OFF: i32 = -128;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn bytes(w: &BlockQ8_0) -> __m256i {
-        _mm256_xor_si256(super::x86_util::load_i8x32(&w.qs), _mm256_set1_epi8(-128))
+        _mm256_xor_si256(x86_util::load_i8x32(&w.qs), _mm256_set1_epi8(-128))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -163,7 +164,7 @@ unsafe impl Wide for Q8_0 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn pair(w0: &BlockQ8_0, w1: &BlockQ8_0) -> __m512i {
-        let (a, b) = (super::x86_util::load_i8x32(&w0.qs), super::x86_util::load_i8x32(&w1.qs));
+        let (a, b) = (x86_util::load_i8x32(&w0.qs), x86_util::load_i8x32(&w1.qs));
         let v = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), b);
         _mm512_xor_si512(v, _mm512_set1_epi8(-128))
     }
@@ -231,7 +232,7 @@ impl Panel {
     /// # Safety
     /// AVX-512 F/BW/VL/DQ/VNNI, AVX2, FMA and F16C must be available.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    pub(crate) unsafe fn prepare<F: Wide>(&mut self, w: &[&[F::W]], a: &ActRows<'_, F::A>) {
+    pub(crate) unsafe fn prepare<F: Avx512Tile>(&mut self, w: &[&[F::W]], a: &ActRows<'_, F::A>) {
         let (rows, nb, n) = (w.len(), a.nb, a.n);
         assert!(w.iter().all(|r| r.len() >= nb));
         (self.rows, self.nb, self.n) = (rows, nb, n);
@@ -287,7 +288,7 @@ impl Panel {
     /// As [`Self::prepare`], which must have run for `a`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    pub(crate) unsafe fn tile<F: Wide, const P: usize, const C: usize>(&self, p0: usize, a: &ActRows<'_, F::A>, off: &[[i32; 8]], c0: usize) -> [[[f32; C]; 2]; P] {
+    pub(crate) unsafe fn tile<F: Avx512Tile, const P: usize, const C: usize>(&self, p0: usize, a: &ActRows<'_, F::A>, off: &[[i32; 8]], c0: usize) -> [[[f32; C]; 2]; P] {
         let (nb, n) = (self.nb, self.n);
         assert!(a.nb == nb && a.n == n && p0 + P <= self.pairs() && c0 + C <= n);
         assert!(a.blocks.len() >= n * nb && a.d.len() >= n * nb && (F::OFF == 0 || off.len() >= n * nb));
@@ -343,7 +344,7 @@ const PREFETCH_BYTES: usize = 4096;
 /// # Safety
 /// AVX-512 F/BW/VL/DQ/VNNI, AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-pub(crate) unsafe fn matvec<F: Wide, const P: usize>(w: &[&[F::W]], a: &ActRows<'_, F::A>, off: &[[i32; 8]], out: &mut [f32]) {
+pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &ActRows<'_, F::A>, off: &[[i32; 8]], out: &mut [f32]) {
     let (rows, nb) = (w.len(), a.nb);
     assert!(a.n >= 1 && out.len() >= rows && w.iter().all(|r| r.len() >= nb));
     assert!(a.blocks.len() >= nb && a.d.len() >= nb && (!F::HAS_MIN || a.s.len() >= nb) && (F::OFF == 0 || off.len() >= nb));

@@ -53,11 +53,11 @@ unsafe impl Elem512 for u16 {
     }
     #[inline]
     fn to_f32(self) -> f32 {
-        super::f16::fp16_to_fp32(self)
+        crate::simd::quant::f16::fp16_to_fp32(self)
     }
     #[inline]
     fn widen(src: &[u16], dst: &mut [f32]) {
-        super::f16::f16_to_f32_slice(src, dst)
+        crate::simd::quant::f16::f16_to_f32_slice(src, dst)
     }
 }
 
@@ -147,7 +147,7 @@ unsafe fn add_tail<const F64: bool>(reduced: __m256, tail: usize, wv: impl Fn(us
             _mm512_cvtpd_ps(sum)
         }
     } else {
-        let unfused = super::float_tile::f32_tail_unfused(tail);
+        let unfused = super::super::avx2::float::f32_tail_unfused(tail);
         let mut sum = reduced;
         for e in 0..tail {
             sum = if e < unfused { _mm256_add_ps(sum, _mm256_mul_ps(wv(e), av(e))) } else { _mm256_fmadd_ps(wv(e), av(e), sum) };

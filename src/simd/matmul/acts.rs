@@ -1,0 +1,178 @@
+//! Activations in the partner format of the weights (ggml's `vec_dot_type`), prepared once per
+//! product and read by every thread.
+
+use super::{Acts, WType};
+use crate::simd::cpu_features::{simd_level, SimdLevel};
+use crate::simd::quant::{self, q8_0, q8_1, BlockQ8_0, BlockQ8_1, QuantBlock, QK};
+
+/// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
+/// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
+/// of its columns from one place instead of converting a half per block and output.
+#[derive(Clone, Copy)]
+#[allow(dead_code)] // read by the SIMD tile kernels only
+pub struct ActRows<'a, A> {
+    pub blocks: &'a [A],
+    pub d: &'a [f32],
+    pub s: &'a [f32],
+    pub nb: usize,
+    pub n: usize,
+}
+
+/// How a caller runs `f(j)` for every row `j < n` (possibly in parallel, see
+/// [`QuantizedActs::prepare_par`]).
+pub type ParRows<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum QKind {
+    None,
+    F16,
+    Q8_0,
+    Q8_1,
+}
+
+/// Activation rows converted to the partner format of a quantized weight type (Q8_0 for Q4_0 and
+/// Q8_0 weights, Q8_1 for Q4_1), computed once per MUL_MAT and then read by every thread.
+/// Keeps its buffers between calls so steady-state inference does not allocate.
+#[derive(Debug)]
+pub struct QuantizedActs {
+    pub(super) q8_0: Vec<BlockQ8_0>,
+    pub(super) q8_1: Vec<BlockQ8_1>,
+    /// Block scales (and Q8_1 sums) as f32, block-major (`[b * n + j]`) for the tile kernels.
+    pub(super) d: Vec<f32>,
+    pub(super) s: Vec<f32>,
+    /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
+    /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
+    pub(super) h: Vec<f32>,
+    /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
+    /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
+    #[cfg(target_arch = "x86_64")]
+    pub(super) off: Vec<[i32; 8]>,
+    /// Row `j` of `h` starts at `h_off + j * h_stride` (64-byte aligned rows).
+    pub(super) h_off: usize,
+    pub(super) h_stride: usize,
+    pub(super) kind: QKind,
+    pub(super) k: usize,
+    pub(super) n: usize,
+}
+
+impl Default for QuantizedActs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl QuantizedActs {
+    pub fn new() -> Self {
+        QuantizedActs {
+            q8_0: Vec::new(),
+            q8_1: Vec::new(),
+            d: Vec::new(),
+            s: Vec::new(),
+            h: Vec::new(),
+            #[cfg(target_arch = "x86_64")]
+            off: Vec::new(),
+            h_off: 0,
+            h_stride: 0,
+            kind: QKind::None,
+            k: 0,
+            n: 0,
+        }
+    }
+
+    /// Converts `acts` to `wtype`'s partner format: Q8_0 / Q8_1 blocks for quantized weights,
+    /// half-rounded values for F16 weights; F32 weights read the activations as they are.
+    pub fn prepare(&mut self, wtype: WType, acts: &Acts<'_>) {
+        self.prepare_at(simd_level(), wtype, acts)
+    }
+
+    /// [`Self::prepare`] on an explicit kernel level (each level converts as ggml-cpu does on
+    /// that kind of CPU).
+    pub fn prepare_at(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>) {
+        self.prepare_par(level, wtype, acts, &|n, f| (0..n).for_each(f));
+    }
+
+    /// [`Self::prepare_at`] with the rows converted through `par(n, f)`, which must call `f(j)`
+    /// once for every `j < n`, in any order and on any threads (a prompt's activations are as
+    /// much work as a small matrix product, so the caller spreads them over its thread pool).
+    pub fn prepare_par(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>, par: ParRows<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        self.k = k;
+        self.n = n;
+        /// Converts row `j` of `acts` into `out`'s `j`-th chunk of `width` items, rows in parallel.
+        fn rows<T: Send>(out: &mut [T], width: usize, n: usize, par: ParRows<'_>, f: impl Fn(usize, &mut [T]) + Sync) {
+            let slots: Vec<parking_lot::Mutex<&mut [T]>> = out.chunks_exact_mut(width.max(1)).take(n).map(parking_lot::Mutex::new).collect();
+            par(slots.len(), &|j| f(j, &mut slots[j].lock()));
+        }
+        match wtype {
+            WType::F32 => self.kind = QKind::None,
+            WType::F16 => {
+                self.kind = QKind::F16;
+                // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
+                // tiles load whole cache lines, and split-line loads slowed whisper's attention
+                let hs = k.next_multiple_of(16);
+                self.h.resize(n * hs + 15, 0.0);
+                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
+                self.h_stride = hs;
+                let off = self.h_off;
+                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
+            }
+            WType::Q4_0 | WType::Q8_0 => {
+                assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
+                self.kind = QKind::Q8_0;
+                let nb = k / QK;
+                self.q8_0.resize(nb * n, BlockQ8_0::default());
+                rows(&mut self.q8_0, nb, n, par, |j, out| q8_0::quantize_row_at(level, acts.row(j), out));
+                self.d.resize(nb * n, 0.0);
+                for (i, b) in self.q8_0.iter().enumerate() {
+                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
+                }
+                #[cfg(target_arch = "x86_64")]
+                if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 {
+                    let off = if wtype == WType::Q4_0 { -8 } else { -128 };
+                    super::avx512::quant::offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
+                }
+            }
+            WType::Q4_1 => {
+                assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
+                self.kind = QKind::Q8_1;
+                let nb = k / QK;
+                self.q8_1.resize(nb * n, BlockQ8_1::default());
+                rows(&mut self.q8_1, nb, n, par, |j, out| q8_1::quantize_row_at(level, acts.row(j), out));
+                self.d.resize(nb * n, 0.0);
+                self.s.resize(nb * n, 0.0);
+                for (i, b) in self.q8_1.iter().enumerate() {
+                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
+                    self.s[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.s);
+                }
+            }
+        }
+    }
+
+    pub(super) fn check(&self, kind: QKind, acts: &Acts<'_>) {
+        assert!(
+            self.kind == kind && self.k == acts.k && self.n == acts.n,
+            "QuantizedActs not prepared for this weight type / activation shape"
+        );
+    }
+
+    pub(super) fn q8_0_row(&self, j: usize) -> &[BlockQ8_0] {
+        let nb = self.k / QK;
+        &self.q8_0[j * nb..(j + 1) * nb]
+    }
+
+    pub(super) fn q8_1_row(&self, j: usize) -> &[BlockQ8_1] {
+        let nb = self.k / QK;
+        &self.q8_1[j * nb..(j + 1) * nb]
+    }
+
+    pub(super) fn h_row(&self, j: usize) -> &[f32] {
+        let start = self.h_off + j * self.h_stride;
+        &self.h[start..start + self.k]
+    }
+
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub(super) fn tile_rows<'q, A: QuantBlock>(&'q self, blocks: &'q [A]) -> ActRows<'q, A> {
+        ActRows { blocks, d: &self.d, s: &self.s, nb: self.k / QK, n: self.n }
+    }
+}
+

@@ -1,0 +1,100 @@
+//! The AVX2 (+FMA, F16C) tile family: `quant` (the block formats' [`Avx2Tile`]s and the
+//! integer tile kernel), `float` (F16 / F32 tiles), and here their entry points.
+
+pub(super) mod float;
+pub(super) mod quant;
+
+use super::walk::{walk_tiles, FloatTiles, Tiles};
+use super::{Acts, DstView, QuantizedActs, WType, Weights};
+use crate::simd::quant::blocks_from_bytes;
+use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
+use crate::simd::quant::{Q4_0, Q4_1, Q8_0};
+use quant::{ActRows, Avx2Tile};
+use std::arch::x86_64::*;
+
+/// Every output of `dst` with ggml-cpu's AVX2 arithmetic, in register tiles of weight rows
+/// x activation rows (see `quant`).
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    match w.wtype {
+        WType::Q4_0 => quant_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
+        WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
+        WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+        WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
+        WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
+    }
+}
+
+/// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations.
+struct QuantTiles<'a, F: Avx2Tile> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, F::A>,
+}
+
+impl<'q, F: Avx2Tile> Tiles for QuantTiles<'q, F> {
+    type Row = &'q [F::W];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [F::W] {
+        blocks_from_bytes::<F::W>(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that columns
+        // j..j + C exist and that the rows hold a.nb blocks.
+        unsafe { quant::quant_tile::<F, R, C>(w, self.a, j) }
+    }
+}
+
+impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+    type Row = &'w [E];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'w [E] {
+        (self.w)(i)
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that all rows
+        // have the same length.
+        unsafe { float::float_tile::<E, R, C>(w, self.acts(j)) }
+    }
+}
+
+#[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
+#[target_feature(enable = "avx2,fma,f16c")]
+fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+    unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
+}
+
+#[inline(never)] // as quant_rows
+#[target_feature(enable = "avx2,fma,f16c")]
+fn float_rows<'w, 'a, E: float::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+    let tiles = FloatTiles::new(w, dst.n(), a);
+    // SAFETY: as quant_rows.
+    unsafe { walk_tiles(&tiles, dst) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (u, acc) in acc.iter_mut().enumerate() {
+            let o = i + 8 * u;
+            *acc = _mm256_fmadd_ps(load8_f32(&a[o..o + 8]), load8_f32(&b[o..o + 8]), *acc);
+        }
+        i += 32;
+    }
+    while i + 8 <= n {
+        acc[0] = _mm256_fmadd_ps(load8_f32(&a[i..i + 8]), load8_f32(&b[i..i + 8]), acc[0]);
+        i += 8;
+    }
+    let v = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut sum = hsum_ps(v);
+    for j in i..n {
+        sum += a[j] * b[j];
+    }
+    sum
+}

@@ -1,0 +1,109 @@
+//! The NEON tile family: `tiles` (the block formats' [`NeonTile`](tiles::NeonTile)s, integer and
+//! float tiles, with and without `sdot` / FEAT_FP16), and here their entry points.
+
+pub(super) mod tiles;
+
+use super::walk::{put_tile, walk_tiles, FloatTiles, Tiles};
+use super::{ActRows, Acts, DstView, QuantizedActs, WType, Weights};
+use crate::simd::quant::{blocks_from_bytes, Q4_0, Q4_1, Q8_0};
+use tiles as tile;
+
+/// Every output of `dst` with ggml-cpu's NEON arithmetic, in register tiles of weight rows x
+/// activation rows (see `tiles`); `sdot` for the integer sums where the CPU has
+/// it (same values without).
+pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    if crate::simd::cpu_features::has_dotprod() {
+        // SAFETY: dotprod was detected at runtime.
+        unsafe { tiles_sdot(w, acts, q, dst) }
+    } else {
+        // SAFETY: DOT = false needs nothing beyond NEON.
+        unsafe { tiles::<false>(w, acts, q, dst) }
+    }
+}
+
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    // SAFETY: this function requires dotprod.
+    unsafe { tiles::<true>(w, acts, q, dst) }
+}
+
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    // SAFETY (quant_rows): passed on from this function's contract.
+    match w.wtype {
+        WType::Q4_0 => unsafe { walk_tiles(&QuantTiles::<Q4_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+        WType::Q4_1 => unsafe { walk_tiles(&QuantTiles::<Q4_1, DOT> { w, a: &q.tile_rows(&q.q8_1) }, dst) },
+        WType::Q8_0 => unsafe { walk_tiles(&QuantTiles::<Q8_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+        // SAFETY: FEAT_FP16 was detected at runtime.
+        WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
+        // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
+        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.n(), |j| q.h_row(j)), dst) },
+        WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.n(), |j| acts.row(j)), dst) },
+    }
+}
+
+/// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`).
+///
+/// # Safety
+/// The CPU must have FEAT_FP16.
+#[target_feature(enable = "fp16")]
+unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    let rows = dst.weight_rows();
+    let n = dst.n();
+    let mut i = rows.start;
+    // SAFETY (tile calls): FEAT_FP16 by this function's contract; shapes are checked inside.
+    while i + 2 <= rows.end {
+        let wr = [w.row_f16(i), w.row_f16(i + 1)];
+        let mut j = 0;
+        while j + 2 <= n {
+            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 2>(wr, [q.h_row(j), q.h_row(j + 1)]) });
+            j += 2;
+        }
+        if j < n {
+            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 1>(wr, [q.h_row(j)]) });
+        }
+        i += 2;
+    }
+    if i < rows.end {
+        for j in 0..n {
+            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<1, 1>([w.row_f16(i)], [q.h_row(j)]) });
+        }
+    }
+}
+
+/// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations, `sdot`
+/// when `DOT`. (The AVX2 tile shape; not tuned on a phone yet.)
+struct QuantTiles<'a, F: tile::NeonTile, const DOT: bool> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, F::A>,
+}
+
+impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
+    type Row = &'q [F::W];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [F::W] {
+        blocks_from_bytes::<F::W>(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
+        // columns j..j + C exist and that the rows hold a.nb blocks.
+        unsafe { tile::quant_tile::<F, DOT, R, C>(w, self.a, j) }
+    }
+}
+
+impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+    type Row = &'w [E];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'w [E] {
+        (self.w)(i)
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
+        tile::float_tile::<E, R, C>(w, self.acts(j))
+    }
+}

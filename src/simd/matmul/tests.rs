@@ -1,0 +1,484 @@
+use super::*;
+use crate::simd::cpu_features::available_levels;
+use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
+use crate::simd::quant::test_util::{nmse, Lcg};
+use crate::simd::quant::{blocks_as_bytes, QuantBlock, QK};
+
+const TYPES: [WType; 5] = [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q8_0];
+
+/// Weight bytes in a u32-backed buffer (so 4-byte aligned), rows padded by `pad` bytes.
+struct TestWeights {
+    buf: Vec<u32>,
+    wtype: WType,
+    k: usize,
+    rows: usize,
+    stride: usize,
+    /// The exact f32 values the weights represent (portable dequantization).
+    deq: Vec<f32>,
+}
+
+impl TestWeights {
+    fn new(wtype: WType, k: usize, rows: usize, rng: &mut Lcg) -> Self {
+        let rb = wtype.row_bytes(k);
+        let stride = (rb + 4).div_ceil(4) * 4; // padded, keeps 4-byte alignment for F32
+        let mut bytes = vec![0xAAu8; stride * rows];
+        let mut deq = vec![0f32; k * rows];
+        for i in 0..rows {
+            let src: Vec<f32> = (0..k).map(|_| rng.next_gauss() + if i % 3 == 0 { 0.2 } else { 0.0 }).collect();
+            let row = &mut bytes[i * stride..i * stride + rb];
+            let out = &mut deq[i * k..(i + 1) * k];
+            fn put<B: QuantBlock>(row: &mut [u8], b: &[B]) {
+                row.copy_from_slice(blocks_as_bytes(b));
+            }
+            match wtype {
+                WType::F32 => {
+                    for (c, v) in src.iter().enumerate() {
+                        row[c * 4..c * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                    out.copy_from_slice(&src);
+                }
+                WType::F16 => {
+                    for (c, v) in src.iter().enumerate() {
+                        let h = fp32_to_fp16(*v);
+                        row[c * 2..c * 2 + 2].copy_from_slice(&h.to_le_bytes());
+                        out[c] = fp16_to_fp32(h);
+                    }
+                }
+                WType::Q4_0 => {
+                    let mut b = vec![BlockQ4_0::default(); k / QK];
+                    q4_0::quantize_row(&src, &mut b);
+                    q4_0::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q4_1 => {
+                    let mut b = vec![BlockQ4_1::default(); k / QK];
+                    q4_1::quantize_row(&src, &mut b);
+                    q4_1::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q8_0 => {
+                    let mut b = vec![BlockQ8_0::default(); k / QK];
+                    q8_0::quantize_row_at(SimdLevel::Portable, &src, &mut b);
+                    q8_0::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+            }
+        }
+        let mut buf = vec![0u32; bytes.len().div_ceil(4)];
+        // SAFETY: test-only byte view of an initialized u32 buffer of at least bytes.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.as_mut_ptr() as *mut u8, bytes.len()) };
+        TestWeights { buf, wtype, k, rows, stride, deq }
+    }
+
+    fn weights(&self) -> Weights<'_> {
+        // SAFETY: test-only byte view of the initialized u32 buffer.
+        let bytes = unsafe { std::slice::from_raw_parts(self.buf.as_ptr() as *const u8, self.buf.len() * 4) };
+        Weights::new(bytes, self.wtype, self.k, self.stride, self.rows)
+    }
+
+    /// dst[j][i] = deq_i . a_j in f64.
+    fn reference(&self, acts: &[f32], astride: usize, n: usize) -> Vec<f32> {
+        let mut out = vec![0f32; n * self.rows];
+        for j in 0..n {
+            let a = &acts[j * astride..j * astride + self.k];
+            for i in 0..self.rows {
+                let w = &self.deq[i * self.k..(i + 1) * self.k];
+                out[j * self.rows + i] = w.iter().zip(a).map(|(&x, &y)| x as f64 * y as f64).sum::<f64>() as f32;
+            }
+        }
+        out
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Path {
+    Vec(SimdLevel),
+    Gemm(SimdLevel),
+}
+
+/// Runs one path into a padded dst (stride rows + 3, sentinel-filled), checks the padding is
+/// untouched and returns the dense n x rows result.
+fn run(path: Path, tw: &TestWeights, acts: &[f32], astride: usize, n: usize, threads: usize) -> Vec<f32> {
+    let w = tw.weights();
+    let a = Acts::new(acts, tw.k, n, astride);
+    let dstride = tw.rows + 3;
+    let mut dst = vec![f32::from_bits(0x7FC0_1234); n * dstride];
+    let mut q = QuantizedActs::new();
+    if let Path::Vec(level) = path {
+        q.prepare_at(level, tw.wtype, &a);
+    }
+    let views = DstView::new(&mut dst, n, tw.rows, dstride).split_even(threads, gemm_tile_rows(tw.k));
+    std::thread::scope(|s| {
+        for view in views {
+            let (w, a, q) = (&w, &a, &q);
+            s.spawn(move || {
+                let mut scratch = Vec::new();
+                match path {
+                    Path::Vec(level) => mul_mat_vec_at(level, w, a, q, view),
+                    Path::Gemm(level) => mul_mat_gemm_at(level, w, a, view, &mut scratch),
+                }
+            });
+        }
+    });
+    let mut dense = Vec::with_capacity(n * tw.rows);
+    for j in 0..n {
+        dense.extend_from_slice(&dst[j * dstride..j * dstride + tw.rows]);
+        for p in tw.rows..dstride {
+            assert_eq!(dst[j * dstride + p].to_bits(), 0x7FC0_1234, "padding overwritten");
+        }
+    }
+    dense
+}
+
+/// What the dot-product path computes exactly, in f64: the weight blocks against the
+/// activations as quantized by the partner format (including Q8_1's half-rounded `s`), plus
+/// the magnitude sum used to bound float rounding. Per output `(value, magnitude)`.
+/// What the dot-product path computes on `level` (whose activation quantizer and F16
+/// rounding follow ggml-cpu's on that level), in f64.
+fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride: usize, n: usize) -> Vec<(f64, f64)> {
+    let w = tw.weights();
+    let a = Acts::new(acts, tw.k, n, astride);
+    let mut q = QuantizedActs::new();
+    q.prepare_at(level, tw.wtype, &a);
+    let f16_acts = tw.wtype == WType::F16 && clamp_level(level) != SimdLevel::Portable;
+    let h = |x: u16| fp16_to_fp32(x) as f64;
+    let mut out = Vec::with_capacity(n * tw.rows);
+    for j in 0..n {
+        for i in 0..tw.rows {
+            let (mut v, mut m) = (0f64, 0f64);
+            match tw.wtype {
+                WType::F32 | WType::F16 => {
+                    let wr = &tw.deq[i * tw.k..(i + 1) * tw.k];
+                    let ar = if f16_acts { q.h_row(j) } else { a.row(j) };
+                    for (&x, &y) in wr.iter().zip(ar) {
+                        v += x as f64 * y as f64;
+                        m += (x as f64 * y as f64).abs();
+                    }
+                }
+                WType::Q4_0 => {
+                    let wr: &[BlockQ4_0] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for c in 0..32 {
+                            let qx = ((bx.qs[c % 16] >> (4 * (c / 16))) & 15) as i64 - 8;
+                            si += qx * by.qs[c] as i64;
+                            sa += (qx * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64;
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                    }
+                }
+                WType::Q4_1 => {
+                    let wr: &[BlockQ4_1] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_1_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for c in 0..32 {
+                            let qx = ((bx.qs[c % 16] >> (4 * (c / 16))) & 15) as i64;
+                            si += qx * by.qs[c] as i64;
+                            sa += (qx * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64 + h(bx.m) * h(by.s);
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64 + (h(bx.m) * h(by.s)).abs();
+                    }
+                }
+                WType::Q8_0 => {
+                    let wr: &[BlockQ8_0] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for c in 0..32 {
+                            si += bx.qs[c] as i64 * by.qs[c] as i64;
+                            sa += (bx.qs[c] as i64 * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64;
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                    }
+                }
+            }
+            out.push((v, m));
+        }
+    }
+    out
+}
+
+/// Whether `level` accumulates F16 products in half precision (NEON with FEAT_FP16, as
+/// ggml-cpu built with `+fp16`).
+fn half_accumulation(level: SimdLevel, wtype: WType) -> bool {
+    wtype == WType::F16 && clamp_level(level) == SimdLevel::Neon && crate::simd::cpu_features::has_fp16()
+}
+
+/// For each weight type and k: every path and level, every (rows, n) shape.
+///
+/// Per output, the result must equal what the path is defined to compute up to f32
+/// rounding (dot path: weights x quantized activations; sgemm path: dequantized weights x f32
+/// activations), bounded by 2e-5 of the magnitude sum. Then the NMSE against the naive f32
+/// reference (dequantized weights x f32 activations) is taken over all outputs of the
+/// (type, k) group: a single output can be arbitrarily close to zero, which makes a
+/// per-output NMSE meaningless for rows = n = 1.
+fn check_all(ks: &[usize], rows_list: &[usize], ns: &[usize]) {
+    let mut rng = Lcg::new(99);
+    for &wtype in &TYPES {
+        let quantized = !matches!(wtype, WType::F32 | WType::F16);
+        for &k in ks {
+            let levels = available_levels();
+            let paths: Vec<Path> = levels.iter().flat_map(|&l| [Path::Vec(l), Path::Gemm(l)]).collect();
+            let mut all_got: Vec<Vec<f32>> = vec![Vec::new(); paths.len()];
+            let mut all_want = Vec::new();
+            for &rows in rows_list {
+                let tw = TestWeights::new(wtype, k, rows, &mut rng);
+                for &n in ns {
+                    let astride = k + 5;
+                    let acts: Vec<f32> = (0..n * astride).map(|_| rng.next_gauss()).collect();
+                    let want = tw.reference(&acts, astride, n);
+                    let want_q: Vec<Vec<(f64, f64)>> = levels.iter().map(|&l| quantized_reference(l, &tw, &acts, astride, n)).collect();
+                    let mag_f: Vec<f64> = (0..n)
+                        .flat_map(|j| (0..rows).map(move |i| (i, j)))
+                        .map(|(i, j)| {
+                            let wr = &tw.deq[i * k..(i + 1) * k];
+                            let ar = &acts[j * astride..j * astride + k];
+                            wr.iter().zip(ar).map(|(&x, &y)| (x as f64 * y as f64).abs()).sum()
+                        })
+                        .collect();
+                    for (p, &path) in paths.iter().enumerate() {
+                        let got = run(path, &tw, &acts, astride, n, 1);
+                        for (o, &g) in got.iter().enumerate() {
+                            let (exact, mag) = match path {
+                                Path::Vec(l) => want_q[levels.iter().position(|&x| x == l).unwrap()][o],
+                                Path::Gemm(_) => (want[o] as f64, mag_f[o]),
+                            };
+                            // half-precision accumulators: every one of a lane's k/32 FMAs
+                            // rounds to 11 bits of a partial sum bounded by the magnitude sum
+                            let rel = match path {
+                                Path::Vec(l) if half_accumulation(l, wtype) => (k / 32 + 4) as f64 * 2f64.powi(-11),
+                                _ => 2e-5,
+                            };
+                            assert!(
+                                (g as f64 - exact).abs() <= rel * mag + 1e-30,
+                                "{wtype:?} k={k} rows={rows} n={n} {path:?} out {o}: {g} vs {exact}"
+                            );
+                        }
+                        all_got[p].extend_from_slice(&got);
+                    }
+                    all_want.extend_from_slice(&want);
+                }
+            }
+            for (p, &path) in paths.iter().enumerate() {
+                let e = nmse(&all_got[p], &all_want);
+                let limit = match path {
+                    Path::Vec(_) if quantized => 5e-4,
+                    Path::Vec(l) if half_accumulation(l, wtype) => 5e-4,
+                    _ => 1e-7,
+                };
+                assert!(e < limit, "{wtype:?} k={k} {path:?}: nmse {e:e} >= {limit:e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn mul_mat_matches_reference_small() {
+    check_all(&[64, 576], &[1, 7, 33], &[1, 3, 17]);
+}
+
+#[test]
+fn mul_mat_matches_reference_large_k() {
+    check_all(&[1536], &[1, 7, 33], &[1, 3, 17]);
+    check_all(&[49152], &[1, 7], &[1, 3, 17]);
+}
+
+/// Splitting the output across threads gives bit-identical results on the dot path (every
+/// element is computed by the same code) and near-identical ones on the sgemm path.
+#[test]
+fn threaded_split_matches_single() {
+    let mut rng = Lcg::new(5);
+    for &wtype in &TYPES {
+        let (k, rows, n) = (576, 67, 17);
+        let tw = TestWeights::new(wtype, k, rows, &mut rng);
+        let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+        for level in available_levels() {
+            let one = run(Path::Vec(level), &tw, &acts, k, n, 1);
+            for threads in [2, 3, 8] {
+                assert_eq!(run(Path::Vec(level), &tw, &acts, k, n, threads), one, "{wtype:?}");
+            }
+            let g1 = run(Path::Gemm(level), &tw, &acts, k, n, 1);
+            let g3 = run(Path::Gemm(level), &tw, &acts, k, n, 3);
+            assert!(nmse(&g3, &g1) < 1e-12, "{wtype:?}");
+        }
+    }
+}
+
+/// The AVX-512 level gives the AVX2 level's bits (ggml's AVX2 order) on every shape edge:
+/// odd row counts and chunk remainders, column tails, n = 1 (matrix-vector), extreme quants.
+#[test]
+fn avx512_level_matches_avx2_bitwise() {
+    if !available_levels().contains(&SimdLevel::Avx512) {
+        return;
+    }
+    let mut rng = Lcg::new(77);
+    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+        for &k in &[32usize, 96, 576] {
+            for &rows in &[1usize, 2, 5, 16, 17, 35] {
+                let tw = TestWeights::new(wtype, k, rows, &mut rng);
+                let w = tw.weights();
+                for &n in &[1usize, 2, 3, 4, 5, 7, 9, 17] {
+                    // a few saturated values per row so quants reach -127 / 127
+                    let acts: Vec<f32> = (0..n * k).map(|i| if i % 37 == 0 { 50.0 } else if i % 41 == 0 { -50.0 } else { rng.next_gauss() }).collect();
+                    let a = Acts::new(&acts, k, n, k);
+                    let mut want = vec![0f32; n * rows];
+                    let mut got = vec![f32::NAN; n * rows];
+                    for (buf, level) in [(&mut want, SimdLevel::Avx2), (&mut got, SimdLevel::Avx512)] {
+                        let mut q = QuantizedActs::new();
+                        q.prepare_at(level, wtype, &a);
+                        // both halves of a split, so views that start mid-matrix are covered
+                        let (l, r) = DstView::new(buf, n, rows, rows).split_at(rows / 3);
+                        for v in [l, r] {
+                            mul_mat_vec_at(level, &w, &a, &q, v);
+                        }
+                    }
+                    let wb: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
+                    let gb: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
+                    assert_eq!(gb, wb, "{wtype:?} k={k} rows={rows} n={n}");
+                }
+            }
+        }
+    }
+}
+
+/// Decode-shaped matrix-vector throughput with hot (one matrix) and cold (many matrices, more
+/// than the caches) weights, per SIMD level, on one thread. Not a test:
+/// `cargo test --release --lib bench_matvec -- --ignored --nocapture`
+#[test]
+#[ignore = "timing printout"]
+fn bench_matvec() {
+    use std::time::Instant;
+    let mut rng = Lcg::new(1);
+    let (k, rows) = (576, 1536);
+    let tw = TestWeights::new(WType::Q4_1, k, rows, &mut rng);
+    let bytes: Vec<u8> = {
+        let w = tw.weights();
+        w.data.to_vec()
+    };
+    let copies = 400; // ~220 MB
+    let big: Vec<u8> = (0..copies).flat_map(|_| bytes.iter().copied()).collect();
+    let acts: Vec<f32> = (0..k).map(|_| rng.next_gauss()).collect();
+    let a = Acts::new(&acts, k, 1, k);
+    let mut out = vec![0f32; rows];
+    for level in available_levels() {
+        let mut q = QuantizedActs::new();
+        q.prepare_at(level, WType::Q4_1, &a);
+        for cold in [false, true] {
+            let t = Instant::now();
+            let iters = 2000;
+            for it in 0..iters {
+                let c = if cold { it % copies } else { 0 };
+                let w = Weights::new(&big[c * bytes.len()..(c + 1) * bytes.len()], WType::Q4_1, k, tw.stride, rows);
+                mul_mat_vec_at(level, &w, &a, &q, DstView::new(&mut out, 1, rows, rows));
+            }
+            let dt = t.elapsed().as_secs_f64() / iters as f64;
+            println!("{level:?} cold={cold}: {:.1} us  {:.1} GB/s", dt * 1e6, bytes.len() as f64 / dt / 1e9);
+        }
+    }
+}
+
+#[test]
+fn split_even_partitions() {
+    let mut buf = vec![0f32; 4 * 100];
+    let v = DstView::new(&mut buf, 4, 100, 100);
+    let parts = v.split_even(3, 8);
+    let ranges: Vec<_> = parts.iter().map(|p| p.weight_rows()).collect();
+    assert_eq!(ranges, vec![0..32, 32..64, 64..100]);
+    let mut buf = vec![0f32; 10];
+    let parts = DstView::for_rows(&mut buf, 1, 20..30, 10).split_even(4, 1);
+    let ranges: Vec<_> = parts.iter().map(|p| p.weight_rows()).collect();
+    assert_eq!(ranges, vec![20..22, 22..25, 25..27, 27..30]);
+    let mut buf = vec![0f32; 5];
+    let parts = DstView::new(&mut buf, 1, 5, 5).split_even(8, 4);
+    assert_eq!(parts.iter().map(|p| p.weight_rows().len()).sum::<usize>(), 5);
+}
+
+/// A worker can own just its slice of the output via `for_rows`.
+#[test]
+fn for_rows_view() {
+    let mut rng = Lcg::new(17);
+    let tw = TestWeights::new(WType::Q8_0, 64, 10, &mut rng);
+    let acts: Vec<f32> = (0..2 * 64).map(|_| rng.next_gauss()).collect();
+    let a = Acts::new(&acts, 64, 2, 64);
+    let mut q = QuantizedActs::new();
+    q.prepare(WType::Q8_0, &a);
+    let mut full = vec![0f32; 20];
+    mul_mat(&tw.weights(), &a, &q, DstView::new(&mut full, 2, 10, 10), &mut Vec::new());
+    let mut part = vec![0f32; 2 * 4];
+    mul_mat(&tw.weights(), &a, &q, DstView::for_rows(&mut part, 2, 3..7, 4), &mut Vec::new());
+    assert_eq!(&part[0..4], &full[3..7]);
+    assert_eq!(&part[4..8], &full[13..17]);
+}
+
+#[test]
+#[should_panic(expected = "not prepared")]
+fn unprepared_acts_panic() {
+    let mut rng = Lcg::new(1);
+    let tw = TestWeights::new(WType::Q4_1, 64, 2, &mut rng);
+    let acts = vec![1.0f32; 64];
+    let a = Acts::new(&acts, 64, 1, 64);
+    let mut q = QuantizedActs::new();
+    q.prepare(WType::Q4_0, &a); // wrong partner format (Q8_0 instead of Q8_1)
+    let mut out = vec![0f32; 2];
+    mul_mat_vec(&tw.weights(), &a, &q, DstView::new(&mut out, 1, 2, 2));
+}
+
+#[test]
+fn dot_f32_levels() {
+    let mut rng = Lcg::new(3);
+    for n in [0usize, 1, 7, 8, 33, 1000] {
+        let a: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+        let b: Vec<f32> = (0..n).map(|_| rng.next_f32()).collect();
+        let exact: f64 = a.iter().zip(&b).map(|(&x, &y)| x as f64 * y as f64).sum();
+        for level in available_levels() {
+            let d = dot_f32_at(level, &a, &b) as f64;
+            assert!((d - exact).abs() <= n as f64 * 1.2e-7 + 1e-7, "{level:?} n={n}");
+        }
+    }
+}
+
+/// Rough single-thread throughput; not a test. `cargo test --release --lib bench_ -- --ignored --nocapture`
+#[test]
+#[ignore = "timing printout"]
+fn bench_mul_mat() {
+    use std::time::Instant;
+    let mut rng = Lcg::new(1);
+    let (k, rows) = (576, 1536);
+    for &wtype in &TYPES {
+        let tw = TestWeights::new(wtype, k, rows, &mut rng);
+        let w = tw.weights();
+        for &n in &[1usize, 4, 8, 12, 16, 64] {
+            let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+            let a = Acts::new(&acts, k, n, k);
+            let mut q = QuantizedActs::new();
+            let mut out = vec![0f32; n * rows];
+            let mut scratch = Vec::new();
+            for gemm in [false, true] {
+                // Best of several short runs: the build machine is shared.
+                let iters = (100 / n).max(3);
+                let mut dt = f64::INFINITY;
+                for _ in 0..7 {
+                    let t = Instant::now();
+                    for _ in 0..iters {
+                        let dst = DstView::new(&mut out, n, rows, rows);
+                        if gemm {
+                            mul_mat_gemm(&w, &a, dst, &mut scratch);
+                        } else {
+                            q.prepare(wtype, &a);
+                            mul_mat_vec(&w, &a, &q, dst);
+                        }
+                    }
+                    dt = dt.min(t.elapsed().as_secs_f64() / iters as f64);
+                }
+                let gflops = 2.0 * (k * rows * n) as f64 / dt / 1e9;
+                println!(
+                    "{wtype:?} {k}x{rows} n={n:3} {}: {:8.1} us  {gflops:6.2} GFLOP/s",
+                    if gemm { "gemm" } else { "vec " },
+                    dt * 1e6
+                );
+            }
+        }
+    }
+}
