@@ -77,6 +77,10 @@ impl<R: Rev> Copier<'_, R> {
         d.view_offs = if view_src.is_null() { 0 } else { s.view_offs };
         d.op = s.op;
         d.op_params = s.op_params;
+        // 2026: ggml-cpu computes only nodes flagged COMPUTE, so the copy keeps the flags
+        if R::GRAPH_COPY_KEEPS_FLAGS {
+            d.flags = s.flags;
+        }
         d.src = srcs;
         Ok(dst)
     }

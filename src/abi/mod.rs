@@ -124,6 +124,8 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool;
     /// wsp's `sched_synchronize` rewinds the pipeline copy index when no graph is allocated; lm keeps it.
     const SCHED_SYNC_RESETS_COPY: bool;
+    /// `graph_copy` copies each tensor's flags (2026; before, the copies start with none).
+    const GRAPH_COPY_KEEPS_FLAGS: bool;
     /// `GGML_BACKEND_DEVICE_TYPE_ACCEL` (2; 3 in 2026, after the new `IGPU`).
     const DEV_TYPE_ACCEL: DevType;
     const DEV_TYPE_IGPU: Option<DevType>;
@@ -475,6 +477,7 @@ macro_rules! layout_before_2026 {
     () => {
         const SPLIT_INPUTS_SOFT_LIMIT: usize = 10;
         const DEV_TYPE_ACCEL: $crate::abi::DevType = 2;
+        const GRAPH_COPY_KEEPS_FLAGS: bool = false;
         const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;
         type Buffer2d = ();
         const BUFFER_2D_NONE: () = ();

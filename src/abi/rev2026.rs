@@ -61,6 +61,7 @@ macro_rules! rev_2026 {
             const SCHED_SYNC_RESETS_COPY: bool = true;
             const SPLIT_INPUTS_SOFT_LIMIT: usize = 30;
             const DEV_TYPE_ACCEL: super::DevType = 3;
+            const GRAPH_COPY_KEEPS_FLAGS: bool = true;
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
             // ggml_op_can_inplace: FILL, SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD_ID, ADD1, SUB,
             // MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, ROPE_BACK, SILU_BACK, RMS_NORM, RMS_NORM_BACK,
