@@ -62,7 +62,7 @@ impl<R: Rev> Registry<R> {
         let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
         #[cfg(feature = "simd")]
         let add_simd = |state: &mut State<R>, dev_type: DevType| {
-            let simd = R::simd();
+            let simd = crate::simd::device::statics::<R>();
             simd.set_dev_type(dev_type);
             state.backends.push(Entry { reg: simd.reg, _handle: None });
             state.devices.push(simd.dev);

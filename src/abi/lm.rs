@@ -5,9 +5,6 @@ use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
 /// Marker for the llama.rn 0.4.4 revision.
 pub struct Lm;
 
-#[cfg(feature = "simd")]
-static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Lm>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
-
 impl Rev for Lm {
     const SLOT: usize = 0;
     const PREFIX: &'static str = "lm_";
@@ -77,9 +74,5 @@ impl Rev for Lm {
     fn reg_header() {}
     fn reg_api_version(_reg: &Reg<Self>) -> Option<i32> {
         None
-    }
-    #[cfg(feature = "simd")]
-    fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
-        &SIMD
     }
 }

@@ -175,10 +175,6 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn init_status(ret: Self::InitRet) -> Status;
     fn reg_header() -> Self::RegHeader;
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
-
-    /// The simd statics still live here until the SIMD backend keeps its own (`per_rev`).
-    #[cfg(feature = "simd")]
-    fn simd() -> &'static crate::simd::backend::SimdStatics<Self>;
 }
 
 #[repr(C)]

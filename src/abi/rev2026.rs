@@ -126,12 +126,6 @@ macro_rules! rev_2026 {
             fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
                 Some(reg.header)
             }
-            #[cfg(feature = "simd")]
-            fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
-                static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<$marker>> =
-                    once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
-                &SIMD
-            }
         }
     };
 }

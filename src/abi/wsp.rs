@@ -5,9 +5,6 @@ use super::{OpIds, CGraph, Reg, Rev, Status};
 /// Marker for the whisper.rn 0.4.3 revision.
 pub struct Wsp;
 
-#[cfg(feature = "simd")]
-static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Wsp>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
-
 impl Rev for Wsp {
     const SLOT: usize = 1;
     const PREFIX: &'static str = "wsp_";
@@ -80,9 +77,5 @@ impl Rev for Wsp {
     }
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
         Some(reg.header)
-    }
-    #[cfg(feature = "simd")]
-    fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
-        &SIMD
     }
 }

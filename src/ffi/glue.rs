@@ -633,15 +633,15 @@ pub fn sched_split_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Res
 
 #[cfg(feature = "simd")]
 pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
-    Ok(R::simd().reg.0)
+    Ok(crate::simd::device::statics::<R>().reg.0)
 }
 #[cfg(feature = "simd")]
 pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
-    Ok(crate::simd::backend::init::<R>())
+    Ok(crate::simd::device::init::<R>())
 }
 #[cfg(feature = "simd")]
 pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
-    Ok(obj(backend).is_some_and(crate::simd::backend::is_simd))
+    Ok(obj(backend).is_some_and(crate::simd::device::is_simd))
 }
 // built without SIMD (cargo feature "simd" off): the exports stay (same ABI), saying so
 #[cfg(not(feature = "simd"))]

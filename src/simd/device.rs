@@ -18,6 +18,13 @@ use std::sync::atomic::{AtomicI32, Ordering};
 pub const NAME: &std::ffi::CStr = c"SIMD";
 
 /// The revision's SIMD reg and device, built once, never freed (C keeps pointers to them).
+static SIMD_STATICS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+
+/// The SIMD reg, device and settings of revision `R`, built on first use.
+pub fn statics<R: Rev>() -> &'static SimdStatics<R> {
+    SIMD_STATICS.get::<R, _>(SimdStatics::new)
+}
+
 pub struct SimdStatics<R: Rev> {
     pub reg: Ptr<Reg<R>>,
     pub dev: Ptr<Device<R>>,
@@ -124,13 +131,13 @@ pub fn init<R: Rev>() -> *mut Backend<R> {
             event_wait: None,
             graph_optimize: R::GRAPH_OPTIMIZE_NONE,
         },
-        device: R::simd().dev.0,
+        device: crate::simd::device::statics::<R>().dev.0,
         context: Box::into_raw(ctx) as *mut c_void,
     }))
 }
 
 pub fn is_simd<R: Rev>(b: &Backend<R>) -> bool {
-    b.device == R::simd().dev.0 && std::ptr::eq(b.guid, &GUID)
+    b.device == crate::simd::device::statics::<R>().dev.0 && std::ptr::eq(b.guid, &GUID)
 }
 
 fn context<'a, R: Rev>(b: *mut Backend<R>) -> Option<&'a SimdContext> {
@@ -152,34 +159,42 @@ pub fn set_n_threads<R: Rev>(b: *mut Backend<R>, n: i32) -> crate::error::Result
 // ---------------------------------------------------------------- vtables (called by C)
 
 unsafe extern "C" fn reg_name<R: Rev>(_: *mut Reg<R>) -> *const c_char {
-    NAME.as_ptr()
+    crate::guard::callback::<R, _>("simd_reg.get_name", std::ptr::null(), || {
+        NAME.as_ptr()
+    })
 }
 unsafe extern "C" fn reg_device_count<R: Rev>(_: *mut Reg<R>) -> usize {
-    1
+    crate::guard::callback::<R, _>("simd_reg.get_device_count", 0, || {
+        1
+    })
 }
 unsafe extern "C" fn reg_device<R: Rev>(_: *mut Reg<R>, i: usize) -> *mut Device<R> {
-    if i == 0 {
-        R::simd().dev.0
-    } else {
-        std::ptr::null_mut()
-    }
+    crate::guard::callback::<R, _>("simd_reg.get_device", std::ptr::null_mut(), || {
+        if i == 0 {
+            crate::simd::device::statics::<R>().dev.0
+        } else {
+            std::ptr::null_mut()
+        }
+    })
 }
 unsafe extern "C" fn reg_proc_address<R: Rev>(_: *mut Reg<R>, name: *const c_char) -> *mut c_void {
-    let n = cstr(name);
-    let s = R::simd();
-    if n == s.set_n_threads_name.to_str().unwrap_or("") {
-        proc_set_n_threads::<R> as *mut c_void
-    } else if n == s.set_abort_name.to_str().unwrap_or("") {
-        proc_set_abort_callback::<R> as *mut c_void
-    } else {
-        std::ptr::null_mut()
-    }
+    crate::guard::callback::<R, _>("simd_reg.get_proc_address", std::ptr::null_mut(), || {
+        let n = cstr(name);
+        let s = crate::simd::device::statics::<R>();
+        if n == s.set_n_threads_name.to_str().unwrap_or("") {
+            proc_set_n_threads::<R> as *mut c_void
+        } else if n == s.set_abort_name.to_str().unwrap_or("") {
+            proc_set_abort_callback::<R> as *mut c_void
+        } else {
+            std::ptr::null_mut()
+        }
+    })
 }
 unsafe extern "C" fn proc_set_n_threads<R: Rev>(b: *mut Backend<R>, n: i32) {
-    crate::ffi::guard::<R, _>("ggml_backend_simd_set_n_threads", (), || set_n_threads(b, n))
+    crate::guard::guard::<R, _>("ggml_backend_simd_set_n_threads", (), || set_n_threads(b, n))
 }
 unsafe extern "C" fn proc_set_abort_callback<R: Rev>(b: *mut Backend<R>, cb: Option<unsafe extern "C" fn(*mut c_void) -> bool>, data: *mut c_void) {
-    crate::ffi::guard::<R, _>("ggml_backend_simd_set_abort_callback", (), || {
+    crate::guard::guard::<R, _>("ggml_backend_simd_set_abort_callback", (), || {
         match context(b) {
             Some(ctx) if obj(b).is_some_and(is_simd) => *ctx.abort.lock() = (cb, data as usize),
             _ => crate::bail!("backend is not a SIMD backend"),
@@ -189,10 +204,14 @@ unsafe extern "C" fn proc_set_abort_callback<R: Rev>(b: *mut Backend<R>, cb: Opt
 }
 
 unsafe extern "C" fn dev_name<R: Rev>(_: *mut Device<R>) -> *const c_char {
-    NAME.as_ptr()
+    crate::guard::callback::<R, _>("simd_device.get_name", std::ptr::null(), || {
+        NAME.as_ptr()
+    })
 }
 unsafe extern "C" fn dev_description<R: Rev>(_: *mut Device<R>) -> *const c_char {
-    R::simd().description.as_ptr()
+    crate::guard::callback::<R, _>("simd_device.get_description", std::ptr::null(), || {
+        crate::simd::device::statics::<R>().description.as_ptr()
+    })
 }
 fn meminfo() -> (usize, usize) {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
@@ -207,71 +226,89 @@ fn meminfo() -> (usize, usize) {
     (field("MemAvailable:"), field("MemTotal:"))
 }
 unsafe extern "C" fn dev_memory<R: Rev>(_: *mut Device<R>, free: *mut usize, total: *mut usize) {
-    let (f, t) = meminfo();
-    if let Some(p) = crate::abi::vtable::obj_mut(free) {
-        *p = f;
-    }
-    if let Some(p) = crate::abi::vtable::obj_mut(total) {
-        *p = t;
-    }
+    crate::guard::callback::<R, _>("simd_device.get_memory", (), || {
+        let (f, t) = meminfo();
+        if let Some(p) = crate::abi::vtable::obj_mut(free) {
+            *p = f;
+        }
+        if let Some(p) = crate::abi::vtable::obj_mut(total) {
+            *p = t;
+        }
+    })
 }
 unsafe extern "C" fn dev_type<R: Rev>(_: *mut Device<R>) -> DevType {
-    R::simd().dev_type.load(Ordering::Relaxed)
+    crate::guard::callback::<R, _>("simd_device.get_type", DEV_TYPE_CPU, || {
+        crate::simd::device::statics::<R>().dev_type.load(Ordering::Relaxed)
+    })
 }
 unsafe extern "C" fn dev_props<R: Rev>(d: *mut Device<R>, props: *mut DevProps<R>) {
-    let Some(p) = crate::abi::vtable::obj_mut(props) else { return };
-    let (f, t) = meminfo();
-    // SAFETY: plain getters of this module.
-    unsafe {
-        *p = DevProps {
-            name: dev_name(d),
-            description: dev_description(d),
-            memory_free: f,
-            memory_total: t,
-            type_: dev_type(d),
-            device_id: R::DEVICE_ID_NONE,
-            caps: DevCaps { async_: false, host_buffer: false, buffer_from_host_ptr: true, events: false },
-            // host memory: a model file mapped into it can be used in place
-            caps_extra: R::caps_extra(true),
-        };
-    }
+    crate::guard::callback::<R, _>("simd_device.get_props", (), || {
+        let Some(p) = crate::abi::vtable::obj_mut(props) else { return };
+        let (f, t) = meminfo();
+        // SAFETY: plain getters of this module.
+        unsafe {
+            *p = DevProps {
+                name: dev_name(d),
+                description: dev_description(d),
+                memory_free: f,
+                memory_total: t,
+                type_: dev_type(d),
+                device_id: R::DEVICE_ID_NONE,
+                caps: DevCaps { async_: false, host_buffer: false, buffer_from_host_ptr: true, events: false },
+                // host memory: a model file mapped into it can be used in place
+                caps_extra: R::caps_extra(true),
+            };
+        }
+    })
 }
 unsafe extern "C" fn dev_init<R: Rev>(_: *mut Device<R>, _params: *const c_char) -> *mut Backend<R> {
-    init::<R>()
+    crate::guard::callback::<R, _>("simd_device.init_backend", std::ptr::null_mut(), || {
+        init::<R>()
+    })
 }
 unsafe extern "C" fn dev_buffer_type<R: Rev>(_: *mut Device<R>) -> *mut BufferType<R> {
-    crate::buffer::cpu_buffer_type::<R>()
+    crate::guard::callback::<R, _>("simd_device.get_buffer_type", std::ptr::null_mut(), || {
+        crate::buffer::cpu_buffer_type::<R>()
+    })
 }
 unsafe extern "C" fn dev_buffer_from_host_ptr<R: Rev>(_: *mut Device<R>, ptr: *mut c_void, size: usize, _max: usize) -> *mut Buffer<R> {
-    crate::ffi::guard::<R, _>("ggml_backend_simd_buffer_from_host_ptr", std::ptr::null_mut(), || crate::buffer::cpu_buffer_from_ptr(ptr, size))
+    crate::guard::guard::<R, _>("ggml_backend_simd_buffer_from_host_ptr", std::ptr::null_mut(), || crate::buffer::cpu_buffer_from_ptr(ptr, size))
 }
 unsafe extern "C" fn dev_supports_op<R: Rev>(_: *mut Device<R>, op: *const Tensor<R>) -> bool {
-    obj(op).is_some_and(exec::supports)
+    crate::guard::callback::<R, _>("simd_device.supports_op", false, || {
+        obj(op).is_some_and(exec::supports)
+    })
 }
 unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut BufferType<R>) -> bool {
-    obj(buft).is_some_and(|b| b.is_host())
+    crate::guard::callback::<R, _>("simd_device.supports_buft", false, || {
+        obj(buft).is_some_and(|b| b.is_host())
+    })
 }
 
 unsafe extern "C" fn backend_name<R: Rev>(_: *mut Backend<R>) -> *const c_char {
-    NAME.as_ptr()
+    crate::guard::callback::<R, _>("simd_backend.get_name", std::ptr::null(), || {
+        NAME.as_ptr()
+    })
 }
 unsafe extern "C" fn backend_free<R: Rev>(b: *mut Backend<R>) {
-    if b.is_null() {
-        return;
-    }
-    if super::profile::enabled() {
-        super::profile::dump();
-    }
-    // SAFETY: SIMD backends are made by `init` (Box::into_raw, context too) and freed once, here.
-    unsafe {
-        let be = Box::from_raw(b);
-        if !be.context.is_null() {
-            drop(Box::from_raw(be.context as *mut SimdContext));
+    crate::guard::callback::<R, _>("simd_backend.free", (), || {
+        if b.is_null() {
+            return;
         }
-    }
+        if super::profile::enabled() {
+            super::profile::dump();
+        }
+        // SAFETY: SIMD backends are made by `init` (Box::into_raw, context too) and freed once, here.
+        unsafe {
+            let be = Box::from_raw(b);
+            if !be.context.is_null() {
+                drop(Box::from_raw(be.context as *mut SimdContext));
+            }
+        }
+    })
 }
 unsafe extern "C" fn backend_graph_compute<R: Rev>(b: *mut Backend<R>, g: *mut CGraph<R>) -> Status {
-    crate::ffi::guard::<R, _>("ggml_backend_simd_graph_compute", STATUS_FAILED, || {
+    crate::guard::guard::<R, _>("ggml_backend_simd_graph_compute", STATUS_FAILED, || {
         let Some(ctx) = context(b) else { crate::bail!("backend is NULL") };
         let Some(graph) = obj(g) else { crate::bail!("graph is NULL") };
         let (cb, data) = *ctx.abort.lock();

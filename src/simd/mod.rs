@@ -21,7 +21,3 @@ pub mod quant;
 pub mod softmax_row;
 pub mod vexp;
 pub mod view;
-
-/// The path `src/abi` and `src/ffi` name the backend objects by (`SimdStatics`, `init`), until the
-/// per-revision statics move into this module.
-pub use device as backend;
