@@ -6,6 +6,17 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+/// The revision tags of exports.list and the header templates: the contract's pair and 2026's.
+const ALL_TAGS: [&str; 4] = ["lm", "wsp", "lm26", "wsp26"];
+
+/// (tag, prefix, Rust marker, include/ folder) of each revision.
+const REVS: [(&str, &str, &str, &str); 4] = [
+    ("lm", "lm_", "Lm", "lm"),
+    ("wsp", "wsp_", "Wsp", "wsp"),
+    ("lm26", "lm_", "Lm26", "lm-2026"),
+    ("wsp26", "wsp_", "Wsp26", "wsp-2026"),
+];
+
 struct Export {
     revs: String,
     header: String,
@@ -55,7 +66,8 @@ fn parse_list(text: &str) -> Vec<Export> {
             None => (tail, None),
         };
         let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
-        assert!(["both", "lm", "wsp"].contains(&revs.as_str()), "exports.list:{}: bad revs", n + 1);
+        let revs = if revs == "all" { ALL_TAGS.join(",") } else { revs };
+        assert!(revs.split(',').all(|t| ALL_TAGS.contains(&t)), "exports.list:{}: bad revs", n + 1);
         assert!(["api", "impl", "simd"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
         out.push(Export { revs, header, name, params, ret, default, via });
     }
@@ -81,7 +93,7 @@ fn type_aliases(rev: &str) -> Vec<(&'static str, String, Option<&'static str>)> 
         ("ggml_tensor", format!("Tensor<{r}>"), Some("struct")),
         ("ggml_cgraph", format!("CGraph<{r}>"), Some("struct")),
         ("ggml_backend_buffer_i", format!("BufferI<{r}>"), Some("struct")),
-        ("ggml_backend_dev_props", "DevProps".into(), Some("struct")),
+        ("ggml_backend_dev_props", format!("DevProps<{r}>"), Some("struct")),
         ("ggml_backend_graph_copy_struct", format!("GraphCopy<{r}>"), Some("struct ggml_backend_graph_copy")),
         ("ggml_status", "Status".into(), Some("enum")),
         ("ggml_backend_buffer_usage", "BufferUsage".into(), Some("enum")),
@@ -120,8 +132,8 @@ fn render_template(text: &str, rev_tag: &str, p: &str) -> String {
     let mut keep = true;
     for line in text.lines() {
         let t = line.trim();
-        if let Some(tag) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
-            keep = tag == rev_tag;
+        if let Some(tags) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
+            keep = tags.split(',').any(|tag| tag == rev_tag);
             continue;
         }
         if t == "}@" {
@@ -153,8 +165,13 @@ fn main() {
     cc::Build::new().file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden").compile("ggml_rs_host");
 
     let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
-    for (tag, rev) in [("lm", "Lm"), ("wsp", "Wsp")] {
-        let p = format!("{}_", tag);
+    // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The
+    // headers of all four revisions are generated (and committed) whatever is built.
+    let lm_tag = if env::var_os("CARGO_FEATURE_LM_2026").is_some() { "lm26" } else { "lm" };
+    let wsp_tag = if env::var_os("CARGO_FEATURE_WSP_2026").is_some() { "wsp26" } else { "wsp" };
+    for (tag, p, rev, dir) in REVS {
+        let (tag, p) = (tag.to_string(), p.to_string());
+        let built = tag == lm_tag || tag == wsp_tag;
         let aliases = type_aliases(rev);
         let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
         for (name, rust, _) in &aliases {
@@ -163,11 +180,13 @@ fn main() {
         prelude.push('\n');
         let mut all = prelude.clone();
         let mut per_header: HashMap<&str, String> = HashMap::new();
-        for e in list.iter().filter(|e| e.revs == "both" || e.revs == tag) {
+        for e in list.iter().filter(|e| e.revs.split(',').any(|t| t == tag)) {
             all.push_str(&export_fn(e, &p, rev, false));
             per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&export_fn(e, &p, rev, true));
         }
-        write_if_changed(&out.join(format!("exports_{tag}.rs")), &all);
+        if built {
+            write_if_changed(&out.join(format!("exports_{}.rs", p.trim_end_matches('_'))), &all);
+        }
 
         for (header, template, file) in [
             ("api", "cbindgen/ggml-backend.h.in", "ggml-backend.h"),
@@ -177,7 +196,7 @@ fn main() {
             let src = out.join(format!("cbindgen_{tag}_{header}.rs"));
             write_if_changed(&src, per_header.get(header).map(String::as_str).unwrap_or(""));
             let mut cfg = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
-            cfg.after_includes = Some(render_template(&fs::read_to_string(root.join(template)).unwrap(), tag, &p));
+            cfg.after_includes = Some(render_template(&fs::read_to_string(root.join(template)).unwrap(), &tag, &p));
             cfg.function.prefix = Some(format!("{}GGML_BACKEND_API", p.to_uppercase()));
             for (name, _, keyword) in &aliases {
                 let full = format!("{p}{name}");
@@ -198,7 +217,7 @@ fn main() {
                 .with_src(&src)
                 .generate()
                 .unwrap_or_else(|e| panic!("cbindgen failed on {}: {}", src.display(), e));
-            bindings.write_to_file(root.join("include").join(tag).join(file));
+            bindings.write_to_file(root.join("include").join(dir).join(file));
         }
     }
 }

@@ -2,8 +2,9 @@
 # Benchmark the two real hosts built on ggml-backend-rs against stock:
 #   llama.rn 0.4.4   SmolLM2-135M Q4_1: prompt tok/s (256-token prompt) and
 #                    generation tok/s (64 greedy tokens)
-#   whisper.rn 0.4.3 random-weight tiny model on the espeak-ng sentence:
-#                    encode ms and total (whisper_full) ms
+#   whisper.rn 0.4.3 whisper base (the real model, scripts/fetch-models.sh) on the assistant's
+#                    espeak-ng question, and the random-weight tiny test model on the longer
+#                    espeak-ng sentence: encode ms and total (whisper_full) ms
 # plus the compute buffer sizes the hosts log, the scheduler's overhead per llama decode graph
 # (time in the scheduler minus time in ggml-cpu's compute, measured by --wrap probes in the
 # stock and static drivers; the static one with our graph allocator and with the host's,
@@ -42,6 +43,7 @@ while (($#)); do
 done
 ((RUNS >= 1)) || { echo "bench: -r must be >= 1" >&2; exit 2; }
 
+source scripts/provision.sh build hosts speech
 if ((BUILD)); then
   bash scripts/fetch-hosts.sh >/dev/null
   bash scripts/fetch-models.sh >/dev/null
@@ -65,13 +67,17 @@ all_modes = ["stock"] + modes
 llama_args = ["-m", os.path.join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"), "-p", "256", "-n", "64", "-t", threads]
 whisper_args = ["-m", os.path.join(models, "ggml-tiny-random.bin"),
                 "-f", os.path.join(models, "speech-16k.wav"), "-t", threads]
+whisper_base_args = ["-m", os.path.join(models, "ggml-base.bin"),
+                     "-f", os.path.join(models, "question-16k.wav"), "-t", threads]
+HOSTS = ("llama", "whisper_base", "whisper")
+ARGS = {"llama": llama_args, "whisper": whisper_args, "whisper_base": whisper_base_args}
 tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
 
 
 def run(host, mode):
     simd = mode.startswith("simd")
-    exe = os.path.join(bindir, "%s_driver_%s" % (host, "static" if simd else mode))
-    args = llama_args if host == "llama" else whisper_args
+    exe = os.path.join(bindir, "%s_driver_%s" % (host.split("_")[0], "static" if simd else mode))
+    args = ARGS[host]
     out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
     env = dict(os.environ, GGML_RS_SIMD="1") if simd else None
     if mode == "simd-avx2":
@@ -110,11 +116,11 @@ def alloc_stats(host):
     return rows
 
 
-samples = {(h, m): [] for h in ("llama", "whisper") for m in all_modes}
+samples = {(h, m): [] for h in HOSTS for m in all_modes}
 overhead = {"stock": [], "static": [], "static-host-alloc": []}
 outputs = {}
 for r in range(runs + 1):  # round 0 = warm-up
-    for h in ("llama", "whisper"):
+    for h in HOSTS:
         for m in all_modes:
             res, data = run(h, m)
             outputs[(h, m)] = data
@@ -135,12 +141,15 @@ def med(h, m, key):
 rows = [  # host, key, label, higher is better
     ("llama", "prompt_tps", "llama   prompt tok/s (256 tok)", True),
     ("llama", "gen_tps", "llama   generation tok/s (64 tok)", True),
-    ("whisper", "encode_ms", "whisper encode ms", False),
-    ("whisper", "total_ms", "whisper total ms", False),
+    ("whisper_base", "encode_ms", "whisper base encode ms", False),
+    ("whisper_base", "total_ms", "whisper base total ms", False),
+    ("whisper", "encode_ms", "whisper tiny encode ms", False),
+    ("whisper", "total_ms", "whisper tiny total ms", False),
 ]
 mem_rows = [
     ("llama", "compute_buffer_mib", "llama   compute buffer MiB"),
-    ("whisper", "compute_buffer_mb", "whisper compute buffers MB"),
+    ("whisper_base", "compute_buffer_mb", "whisper base compute buffers MB"),
+    ("whisper", "compute_buffer_mb", "whisper tiny compute buffers MB"),
 ]
 
 w = 36
@@ -199,11 +208,12 @@ if "simd-sgemm" in modes:
     print("simd-sgemm: GGML_RS_SIMD=1 GGML_RS_SIMD_SGEMM=1, batches through sgemm (relaxed: close to stock, not bit-identical)")
 if "simd-avx2" in modes:
     print("simd-avx2: the same with GGML_RS_SIMD_AVX2_ONLY=1 (no AVX-512 / VNNI kernels even where the CPU has them)")
-for h in ("llama", "whisper"):
+print("whisper base: the real model on the 4.1 s espeak-ng question; tiny: random weights, 9.2 s sentence")
+for h in HOSTS:
     lib_modes = modes
     same = [m for m in lib_modes if outputs[(h, m)] == outputs[(h, "stock")]]
     diff = [m for m in lib_modes if m not in same]
-    print("%-7s output vs stock: %s" % (h, ", ".join(["%s bit-identical" % m for m in same] +
+    print("%-12s output vs stock: %s" % (h.replace("_", " "), ", ".join(["%s bit-identical" % m for m in same] +
                                                       ["%s DIFFERS%s" % (m, llama_gap(outputs[(h, "stock")], outputs[(h, m)]) if h == "llama" else "")
                                                        for m in diff])))
 EOF

@@ -1,28 +1,36 @@
 #!/usr/bin/env bash
 # Cross builds for the phones llama.rn and whisper.rn ship on, and checks of what they produce.
 #   bash scripts/cross.sh [TARGET...]      (default: all four)
-#     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim
-# For each target: the release static library into dist/<target>/libggml_backend_rs.a (and, for
-# Android with an NDK, libggml_backend_rs.so); the headers are the generated include/{lm,wsp}/.
-# Then it checks each archive (object format and CPU, iOS vs simulator platform, every export of
-# both prefixes, no undefined symbol outside the platform libc / unwinder / the host's weak ggml)
-# and prints a table, and prints sizes next to the stock ggml-backend.cpp + ggml-backend-reg.cpp.
+#     aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios
+# (x86_64-apple-ios is the Intel-Mac simulator; with aarch64-apple-ios-sim it also makes the fat
+# simulator archive dist/ios-simulator/libggml_backend_rs.a, arm64 + x86_64, for the xcframework)
+# For each target: the release static library into dist/<target>/libggml_backend_rs.a and, for
+# Android, the shared library dist/<target>/libggml_backend_rs.so (stripped, as an app packages
+# it); the headers are the generated include/{lm,wsp}/. Then it checks each archive (object format
+# and CPU, iOS vs simulator platform, every export of both prefixes, no undefined symbol outside
+# the platform libc / unwinder / the host's weak ggml) and each .so (ELF machine, SONAME, NEEDED
+# only libc/libm/libdl/liblog, LOAD segments aligned for 16 KB pages, exactly the exports of both
+# prefixes, the unwinder inside, no undefined symbol but bionic's and the host's weak ggml), and
+# prints a table, and prints sizes next to the stock ggml-backend.cpp + ggml-backend-reg.cpp.
 # Exit status 1 when a check fails.
 #
-# No NDK or Apple SDK is needed for the static libraries: src/host.c includes only
-# compiler-provided headers, so a bare `clang --target=...` builds it, and an archive needs no
-# linker. The Android .so needs the NDK (libunwind.a for Rust's panic unwinding, which the panic
-# guard relies on, and the bionic stub libraries): with ANDROID_NDK_HOME set it is linked by the
-# NDK's clang (not tried here: no NDK on this machine), otherwise it is reported BLOCKED.
+# No NDK or Apple SDK is needed: src/host.c includes only compiler-provided headers, so a bare
+# `clang --target=...` builds it, and an archive needs no linker. The Android .so is linked by
+# the NDK's clang when ANDROID_NDK_HOME is set (not tried here: no NDK on this machine), otherwise
+# without an NDK (scripts/android-toolchain.sh): `zig cc` from PyPI's ziglang wheel (clang + lld),
+# empty stub libc/libm/libdl/liblog with the device's SONAMEs, a __dso_handle object, and LLVM's
+# libunwind compiled from the sources in that wheel (Rust's unwinding, which the panic guard needs).
 #   JOBS         (default: 2)     cargo build jobs
 #   ANDROID_API  (default: 23)    llama.rn's and whisper.rn's minSdkVersion
 #   IOS_MIN      (default: 11.0)  the podspecs' iOS platform (the simulator: 14.0, Rust's minimum)
-#   CROSS_SIZES  (default: 1)     0 skips the size tables
+#   CROSS_SIZES  (default: 1)     0 skips the size tables (else: dist/sizes.tsv, dist/size-parts.tsv)
+#   CROSS_NOSIMD_TARGETS (default: the two Android targets)  also build these without SIMD
+#   CROSS_STD_SIZE (default: 0)   1 builds std from rust-src for size (see build())
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-ALL=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+ALL=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios)
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=("${ALL[@]}")
 JOBS="${JOBS:-2}"
@@ -31,6 +39,7 @@ IOS_MIN="${IOS_MIN:-11.0}"
 IOS_SIM_MIN=14.0
 WORK="$ROOT/target/cross"
 mkdir -p "$WORK/empty-sdk" "$WORK/bin"
+source "$ROOT/scripts/android-toolchain.sh"
 
 # --- 1. tools ---------------------------------------------------------------------------------
 apt_install() {
@@ -71,42 +80,67 @@ clang_triple() {
         *-linux-android) echo "${1%%-*}-linux-android$ANDROID_API" ;;
         aarch64-apple-ios) echo "arm64-apple-ios$IOS_MIN" ;;
         aarch64-apple-ios-sim) echo "arm64-apple-ios$IOS_SIM_MIN-simulator" ;;
+        x86_64-apple-ios) echo "x86_64-apple-ios$IOS_SIM_MIN-simulator" ;;
     esac
 }
 
 # --- 2. build ---------------------------------------------------------------------------------
 declare -A SO_STATE
+# build TARGET VARIANT: VARIANT "full" (default features) into dist/<target>/, "no-simd" (the
+# drop-in without the SIMD compute backend: --no-default-features) into dist/<target>/no-simd/
 build() {
-    local t="$1" tu="${1//-/_}" env=() std=()
+    local t="$1" v="$2" tu="${1//-/_}" env=() std=() feat=() types=staticlib dir="dist/$1" linker="" how=""
     env=("CC_$tu=clang" "AR_$tu=$AR")
     case "$t" in
         *-android) env+=("CFLAGS_$tu=--target=$(clang_triple "$t")") ;;
-        *-ios-sim) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_SIM_MIN") ;;
+        *-ios-sim|x86_64-apple-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_SIM_MIN") ;;
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
+    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; }
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
     [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
-    echo "== cargo: $t (std from ${STD_FROM[$t]})"
-    env "${env[@]}" cargo rustc "${std[@]}" --release --lib --crate-type staticlib --target "$t" -j "$JOBS" --quiet
-    mkdir -p "dist/$t"
-    cp "$out/$t/release/libggml_backend_rs.a" "dist/$t/"
-    rm -f "dist/$t/libggml_backend_rs.so"
-    case "$t" in *-android) ;; *) return 0 ;; esac
-    local ndk="${ANDROID_NDK_HOME:-${ANDROID_NDK_ROOT:-}}"
-    local ndk_clang="$ndk/toolchains/llvm/prebuilt/linux-x86_64/bin/$(clang_triple "$t")-clang"
-    if [ -n "$ndk" ] && [ -x "$ndk_clang" ]; then
-        env "${env[@]}" "CC_$tu=$ndk_clang" "CARGO_TARGET_${tu^^}_LINKER=$ndk_clang" \
-            cargo rustc --release --lib --crate-type cdylib --target "$t" -j "$JOBS" --quiet
-        cp "target/$t/release/libggml_backend_rs.so" "dist/$t/"
-        SO_STATE[$t]=built
-    else
-        # linked by hand against generated bionic stubs, only the unwinder stays unresolved
-        SO_STATE[$t]="BLOCKED on the NDK: libunwind.a (_Unwind_*), the bionic libc/libm/libdl/liblog stubs"
+    if [ "${CROSS_STD_SIZE:-0}" = 1 ]; then
+        # std built for size: without its backtrace symbolizer (the panic hook then prints no
+        # symbolized backtrace; catching is unchanged), core/alloc's small algorithms, opt-level z
+        # for every dependency but the SIMD kernels' matrixmultiply
+        rustup component list --installed | grep '^rust-src' >/dev/null || rustup component add rust-src
+        env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std-size)
+        std=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size
+             --config 'profile.release.package."*".opt-level="z"' --config 'profile.release.package.matrixmultiply.opt-level=3')
+        out=target/build-std-size
     fi
+    if [[ "$t" == *-android ]]; then
+        # the shared library from the same compile
+        types=staticlib,cdylib
+        local ndk="${ANDROID_NDK_HOME:-${ANDROID_NDK_ROOT:-}}"
+        local ndk_clang="$ndk/toolchains/llvm/prebuilt/linux-x86_64/bin/$(clang_triple "$t")-clang"
+        if [ -n "$ndk" ] && [ -x "$ndk_clang" ]; then
+            env+=("CC_$tu=$ndk_clang")
+            linker="$ndk_clang" how="linked by the NDK's clang"
+        else
+            # no NDK: zig's clang + lld, stub bionic libraries, libunwind from source
+            android_toolchain "$t" "$WORK/android/$t"
+            linker="$WORK/android/$t/zig-cc" how="linked by zig cc (no NDK)"
+        fi
+        env+=("CARGO_TARGET_${tu^^}_LINKER=$linker")
+    fi
+    echo "== cargo: $t $v (std from ${STD_FROM[$t]})"
+    env "${env[@]}" cargo rustc "${std[@]}" "${feat[@]}" --release --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet
+    mkdir -p "$dir"
+    cp "$out/$t/release/libggml_backend_rs.a" "$dir/"
+    rm -f "$dir/libggml_backend_rs.so"
+    [ -n "$how" ] || return 0
+    # as an app packages it (the Android Gradle plugin strips native libraries); the unstripped
+    # one stays in target/
+    "$STRIP" --strip-all "$out/$t/release/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
+    SO_STATE[$t]="$how"
 }
-for t in "${TARGETS[@]}"; do build "$t"; done
+# the drop-in without SIMD: for these targets (the budget is Android's; iOS on request)
+NOSIMD_TARGETS=" ${CROSS_NOSIMD_TARGETS-aarch64-linux-android x86_64-linux-android} "
+variants() { if [[ "$NOSIMD_TARGETS" == *" $1 "* ]]; then echo full no-simd; else echo full; fi; }
+for t in "${TARGETS[@]}"; do for v in $(variants "$t"); do build "$t" "$v"; done; done
 
 # --- 3. checks --------------------------------------------------------------------------------
 # The exports every build must carry: both prefixes of src/ffi/exports.list (build.rs generates
@@ -128,7 +162,40 @@ ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__andro
 # libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
 APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
 
-tbd_target() { [ "${1##*-}" = sim ] && echo arm64-ios-simulator || echo arm64-ios; }
+# The Android shared library: ELF machine, SONAME, NEEDED only the device's libc/libm/libdl/liblog,
+# every LOAD segment aligned for 16 KB pages, exactly the exports of both prefixes, the unwinder
+# inside, no undefined symbol but bionic's and the host's ggml (weak). Sets SO_STATE[$t].
+check_so() {
+    local t="$1" so="$2" bad=0 m want=AArch64 needed align exports und host weak_bad others
+    [ "${t%%-*}" = x86_64 ] && want="Advanced Micro Devices X86-64"
+    local hdr dyn
+    hdr=$("$READELF" -h "$so") dyn=$("$READELF" -d "$so")
+    m=$(sed -n 's/^ *Machine: *//p' <<<"$hdr")
+    [ "$m" = "$want" ] && grep -qE 'Type: +DYN ' <<<"$hdr" || { bad=1; echo "cross.sh: $so: machine '$m', want '$want' (or not a shared object)" >&2; }
+    grep -q '(SONAME) *Library soname: \[libggml_backend_rs.so\]' <<<"$dyn" || { bad=1; echo "cross.sh: $so: no SONAME libggml_backend_rs.so" >&2; }
+    needed=$(sed -n 's/.*(NEEDED) *Shared library: \[\(.*\)\]/\1/p' <<<"$dyn" | sort | tr '\n' ' ')
+    for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || { bad=1; echo "cross.sh: $so: NEEDED $m" >&2; }; done
+    [[ " $needed" == *" libc.so "* ]] || { bad=1; echo "cross.sh: $so: libc.so not NEEDED" >&2; }
+    align=$("$READELF" -l "$so" | awk '$1 == "LOAD" {print $NF}' | sort -u | tr '\n' ' ')
+    [ "$align" = "0x4000 " ] || { bad=1; echo "cross.sh: $so: LOAD alignment $align (want 16384)" >&2; }
+    "$NM" -D --defined-only "$so" | awk '{print $NF}' | sort -u >"$WORK/$t.so.exports"
+    cmp -s "$WORK/$t.so.exports" "$WORK/expected.txt" || { bad=1; echo "cross.sh: $so: dynamic exports differ from src/ffi/exports.list: $(diff "$WORK/expected.txt" "$WORK/$t.so.exports" | grep '^[<>]' | head -5 | tr '\n' ' ')" >&2; }
+    exports=$(comm -12 "$WORK/$t.so.exports" "$WORK/expected.txt" | wc -l)
+    "$NM" -D --undefined-only "$so" | awk '{sub(/@.*/, "", $2); print $1, $2}' | sort -k2 >"$WORK/$t.so.undef"
+    und=$(wc -l <"$WORK/$t.so.undef")
+    host=$(awk '$2 ~ /^(lm|wsp)_ggml_/' "$WORK/$t.so.undef" | wc -l)
+    weak_bad=$(awk '$2 ~ /^(lm|wsp)_ggml_/ && $1 != "w"' "$WORK/$t.so.undef" | wc -l)
+    # bionic-only names (the unwinder is inside: no _Unwind_* may be left)
+    awk '$2 !~ /^(lm|wsp)_ggml_/ {print $2}' "$WORK/$t.so.undef" | comm -23 - "$WORK/glibc.txt" \
+        | grep -vE '^(__errno|__system_property_get|android_set_abort_message|__android_log_.*)$' >"$WORK/$t.so.others" || true
+    others=$(wc -l <"$WORK/$t.so.others")
+    ((weak_bad == 0 && others == 0)) || { bad=1; echo "cross.sh: $so: undefined: $weak_bad host symbols not weak; not bionic's: $(tr '\n' ' ' <"$WORK/$t.so.others")" >&2; }
+    SO_STATE[$t]="$( ((bad)) && echo FAIL || echo ok ) ${SO_STATE[$t]:-}: ELF ${want##* }, SONAME, NEEDED ${needed% }, LOAD align ${align% }, $exports exports, $und undefined ($host host, weak)"
+    return "$bad"
+}
+is_sim() { [ "${1##*-}" = sim ] || [ "$1" = x86_64-apple-ios ]; }
+macho_arch() { [ "${1%%-*}" = x86_64 ] && echo x86_64 || echo arm64; }
+tbd_target() { is_sim "$1" && echo "$(macho_arch "$1")-ios-simulator" || echo arm64-ios; }
 FAIL=0
 declare -A ROW
 check() {
@@ -152,14 +219,15 @@ check() {
             ;;
         *-apple-*)
             fmt=$("$OBJDUMP" --macho --private-header "$a" 2>/dev/null | awk '$1 == "MH_MAGIC_64" {print $2, $5}' | sort | uniq -c | awk '{$1=$1; print}')
-            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" ARM64 OBJECT" ]] || bad=1
-            fmt="Mach-O ARM64 x$(echo "$fmt" | cut -d' ' -f1)"
+            local cpu=ARM64; [ "${t%%-*}" = x86_64 ] && cpu=X86_64
+            [ "$(echo "$fmt" | wc -l)" = 1 ] && [[ "$fmt" == *" $cpu OBJECT" ]] || bad=1
+            fmt="Mach-O $cpu x$(echo "$fmt" | cut -d' ' -f1)"
             # the platform of each object: LC_VERSION_MIN_IPHONEOS or LC_BUILD_VERSION's platform
             local p
             p=$("$OBJDUMP" --macho --private-headers "$a" 2>/dev/null | awk '
                 /cmd LC_VERSION_MIN_IPHONEOS/ {print "IOS"} /cmd LC_VERSION_MIN_/ && !/IPHONEOS/ {print "OTHER"}
                 /cmd LC_BUILD_VERSION/ {b = 1} b && $1 == "platform" {print toupper($2); b = 0}' | sort | uniq -c | awk '{$1=$1; print}')
-            local want=IOS; [ "${t##*-}" = sim ] && want=IOSSIMULATOR
+            local want=IOS; is_sim "$t" && want=IOSSIMULATOR
             [ "$(echo "$p" | wc -l)" = 1 ] && [[ "$p" == *" $want" ]] || bad=1
             plat="$(echo "$p" | tr '\n' ' ')"
             ;;
@@ -200,15 +268,8 @@ check() {
           printf " ]\n...\n"; } >"$WORK/$t.libSystem.tbd"
     fi
     local so="dist/$t/libggml_backend_rs.so"
-    if [ -f "$so" ] && [ -z "${2:-}" ]; then # (NDK builds only: not exercised on this project's CI)
-        local needed so_bad=0
-        needed=$("$READELF" -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' | tr '\n' ' ')
-        for m in $needed; do [[ " libc.so libm.so libdl.so liblog.so " == *" $m "* ]] || so_bad=1; done
-        "$NM" -D --defined-only "$so" | awk '$3 ~ /^(lm|wsp)_/ {print $3}' | sort -u | cmp -s - "$WORK/expected.txt" || so_bad=1
-        "$NM" -D --undefined-only "$so" | awk '$1 == "U" {print $2}' | sed 's/@.*//' | sort -u | comm -23 - "$WORK/glibc.txt" \
-            | grep -vE "$ANDROID_EXTRA" | grep . >&2 && so_bad=1
-        SO_STATE[$t]="built with the NDK, NEEDED: $needed$( ((so_bad)) && echo '(FAIL: NEEDED, exports or undefined)')"
-        ((so_bad)) && bad=1
+    if [ -f "$so" ] && [ -z "${2:-}" ]; then
+        check_so "$t" "$so" || bad=1
     fi
     ((bad)) && FAIL=1
     ROW[$t]="$( ((bad)) && echo FAIL || echo ok )|$fmt|$plat|$exp|$und|${SO_STATE[$t]:-n/a (static only on iOS)}"
@@ -216,7 +277,7 @@ check() {
 # The checks must tell the targets apart: each archive checked as its sibling has to fail (run
 # first: the real checks below overwrite what these leave in target/cross/).
 built() { [[ " ${TARGETS[*]} " == *" $1 "* ]]; }
-for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64-apple-ios-sim; do
+for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64-apple-ios-sim aarch64-apple-ios-sim:x86_64-apple-ios; do
     x="${pair%:*}" y="${pair#*:}"
     built "$x" && built "$y" || continue
     for swap in "$x $y" "$y $x"; do
@@ -224,13 +285,65 @@ for pair in aarch64-linux-android:x86_64-linux-android aarch64-apple-ios:aarch64
         if ( FAIL=0; check "$2" "dist/$1/libggml_backend_rs.a" 2>/dev/null; exit "$FAIL" ); then
             echo "cross.sh: the checks accept the $1 archive as $2" >&2; FAIL=1
         fi
+        if [ -f "dist/$1/libggml_backend_rs.so" ] && ( check_so "$2" "dist/$1/libggml_backend_rs.so" 2>/dev/null ); then
+            echo "cross.sh: the checks accept the $1 shared library as $2" >&2; FAIL=1
+        fi
     done
 done
 for t in "${TARGETS[@]}"; do check "$t"; done
+# the no-SIMD builds: the same checks (a subshell: check's own bookkeeping is per target)
+for t in "${TARGETS[@]}"; do
+    [[ "$(variants "$t")" == *no-simd* ]] || continue
+    d="dist/$t/no-simd" r="ok"
+    ( FAIL=0; check "$t" "$d/libggml_backend_rs.a" >/dev/null; exit "$FAIL" ) || r="FAIL (archive)"
+    if [ -f "$d/libggml_backend_rs.so" ]; then check_so "$t" "$d/libggml_backend_rs.so" || r="FAIL (.so)"; fi
+    [ "$r" = ok ] || FAIL=1
+    ROW["$t no-simd"]="$r|no-simd build: archive and .so checked as above|||||${SO_STATE[$t]:-}"
+done
+# The fat simulator archive (arm64 + x86_64 in one universal file, as lipo -create makes it; no
+# lipo here, so written directly: a big-endian fat header, then each archive 2^14-aligned) for the
+# xcframework's one simulator slice, checked: both architectures, each slice byte-identical to
+# its thin archive, one set of host-weak flags.
+if built aarch64-apple-ios-sim && built x86_64-apple-ios; then
+    mkdir -p dist/ios-simulator
+    python3 - dist/ios-simulator/libggml_backend_rs.a dist/aarch64-apple-ios-sim/libggml_backend_rs.a dist/x86_64-apple-ios/libggml_backend_rs.a <<'PY'
+import struct, sys
+out, slices = sys.argv[1], [(0x0100000C, 0, sys.argv[2]), (0x01000007, 3, sys.argv[3])]  # ARM64 ALL, X86_64 ALL
+data = [open(f, "rb").read() for _, _, f in slices]
+align, off, arch = 14, 4096, []
+for (cpu, sub, _), d in zip(slices, data):
+    off = (off + (1 << align) - 1) & ~((1 << align) - 1)
+    arch.append((cpu, sub, off, len(d), align)); off += len(d)
+with open(out, "wb") as fh:
+    fh.write(struct.pack(">II", 0xCAFEBABE, len(arch)))
+    for a in arch: fh.write(struct.pack(">iiIII", *a))
+    for a, d in zip(arch, data): fh.seek(a[2]); fh.write(d)
+PY
+    fat_ok=1
+    [ "$("$OBJDUMP" --macho --universal-headers dist/ios-simulator/libggml_backend_rs.a | awk '$1 == "cputype" {print $2}' | sort | tr '\n' ' ')" = "CPU_TYPE_ARM64 CPU_TYPE_X86_64 " ] || fat_ok=0
+    for t in aarch64-apple-ios-sim x86_64-apple-ios; do
+        "$OBJDUMP" --macho --arch="$(macho_arch "$t")" --archive-headers dist/ios-simulator/libggml_backend_rs.a >"$WORK/fat.$t" 2>&1 || fat_ok=0
+        "$OBJDUMP" --macho --archive-headers "dist/$t/libggml_backend_rs.a" 2>&1 | diff -q - <(sed 's|dist/ios-simulator/libggml_backend_rs.a|dist/'"$t"'/libggml_backend_rs.a|; s/ (architecture [a-z0-9_]*)//' "$WORK/fat.$t") >/dev/null || fat_ok=0
+    done
+    python3 - dist/ios-simulator/libggml_backend_rs.a dist/aarch64-apple-ios-sim/libggml_backend_rs.a dist/x86_64-apple-ios/libggml_backend_rs.a <<'PY' || fat_ok=0
+import struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack(">II", b[:8])[1]
+got = [b[o:o + z] for _, _, o, z, _ in (struct.unpack(">iiIII", b[8 + 20 * i:28 + 20 * i]) for i in range(n))]
+assert got == [open(f, "rb").read() for f in sys.argv[2:]]
+PY
+    cmp -s dist/aarch64-apple-ios-sim/host-weak.ldflags dist/x86_64-apple-ios/host-weak.ldflags || fat_ok=0
+    cp dist/aarch64-apple-ios-sim/host-weak.ldflags dist/ios-simulator/
+    ((fat_ok)) && echo "cross.sh: dist/ios-simulator/libggml_backend_rs.a: fat arm64 + x86_64 simulator archive, slices identical to the thin ones" \
+        || { echo "cross.sh: the fat simulator archive is wrong" >&2; FAIL=1; }
+fi
 git diff --quiet -- include/ || { echo "cross.sh: the cross builds changed include/ (headers must not depend on the target)" >&2; FAIL=1; }
 
 printf '\n%-22s | %-4s | %s\n' target ok 'format; host.c object | platform | exports | undefined | .so'
-for t in "${TARGETS[@]}"; do printf '%-22s | %s\n' "$t" "${ROW[$t]//|/ | }"; done
+for t in "${TARGETS[@]}"; do
+    printf '%-22s | %s\n' "$t" "${ROW[$t]//|/ | }"
+    [ -z "${ROW["$t no-simd"]:-}" ] || printf '%-22s | %s\n' "  (no-simd)" "${ROW["$t no-simd"]//|/ | }"
+done
 
 # --- 4. sizes ---------------------------------------------------------------------------------
 # Like with like: the archive as shipped (debug info stripped) holds Rust's std, which an app
@@ -251,12 +364,12 @@ link_kept() { # target, output, archive/objects..., then "--" and -u roots: text
     while [ "$1" != -- ]; do inputs+=("$1"); shift; done
     shift
     local min="$IOS_MIN"
-    [ "${t##*-}" = sim ] && min="$IOS_SIM_MIN"
+    is_sim "$t" && min="$IOS_SIM_MIN"
     case "$t" in
         *-android) "$LLD" -flavor gnu -shared --gc-sections --exclude-libs=ALL -z undefs -m "$([ "${t%%-*}" = x86_64 ] && echo elf_x86_64 || echo aarch64linux)" \
                        "$@" "${inputs[@]}" -o "$out" 2>"$out.log" ;;
         *) r="$out.exports"; printf '%s\n' "$@" | awk '$1 != "-u"' >"$r"
-           "$LLD" -flavor darwin -arch arm64 -platform_version "$([ "${t##*-}" = sim ] && echo ios-simulator || echo ios)" "$min" "$min" \
+           "$LLD" -flavor darwin -arch "$(macho_arch "$t")" -platform_version "$(is_sim "$t" && echo ios-simulator || echo ios)" "$min" "$min" \
                -dylib -dead_strip -exported_symbols_list "$r" "$@" "${inputs[@]}" "$WORK/$t.libSystem.tbd" \
                $(sed 's/^-Wl,//; s/,/ /g' "dist/$t/host-weak.ldflags") -o "$out" 2>"$out.log" ;;
     esac || { echo "cross.sh: $t: test link failed: $out.log" >&2; grep -m5 error "$out.log" >&2; echo LINK-FAILED; return 0; }
@@ -281,40 +394,81 @@ stock_objs() { # compile the stock two files of package $2 for target $1 with th
     done
     echo "$dir/ggml-backend.o $dir/ggml-backend-reg.o"
 }
+# What each part costs in a kept link: symbol sizes of the unstripped link by origin (demangled
+# names), the unwind tables, and what no symbol covers (mostly constant data); into
+# dist/size-parts.tsv (target variant part kib).
+size_parts() { # target variant linked-file
+    local t="$1" v="$2" f="$3" total tables
+    total=$(text_data "$f")
+    tables=$("$SIZE" -A "$f" | awk '$1 ~ /^(\.eh_frame|\.eh_frame_hdr|\.gcc_except_table|__eh_frame|__unwind_info|__gcc_except_tab)$/ {s += $2} END {print s + 0}')
+    "$NM" -S -C --radix=d --defined-only "$f" 2>/dev/null | awk -v t="$t" -v v="$v" -v total="$total" -v tables="$tables" '
+        NF >= 4 && $3 !~ /^[bBuU]$/ {
+            n = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", n); sz = $2 + 0
+            if (n ~ /ggml_backend_rs::simd|matrixmultiply/) p = "SIMD backend (src/simd, matrixmultiply)"
+            else if (n ~ /ggml_backend_rs::(sched|alloc|graph)/) p = "scheduler and graph allocator"
+            else if (n ~ /ggml_backend_rs|^(lm|wsp)_ggml_backend_|ggml_rs_/) p = "backend layer and exports"
+            else if (n ~ /_Unwind_|__unw_|libunwind|^unw_/) p = "unwinder (libunwind)"
+            else if (n ~ /addr2line|gimli|miniz_oxide|rustc_demangle|[^a-z]object::|backtrace/) p = "Rust std: backtrace printer"
+            else if (n ~ /std::|core::|alloc::|hashbrown|panic_unwind|__rust|__rdl|__rg_|compiler_builtins|parking_lot|once_cell|lock_api/) p = "Rust std, core, alloc, parking_lot"
+            else p = "other symbols"
+            seen[p] += sz; sum += sz
+        }
+        END {
+            for (p in seen) printf "%s\t%s\t%s\t%.0f\n", t, v, p, seen[p] / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "unwind tables (.eh_frame, .gcc_except_table)", tables / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "unattributed (constant data, relocations, PLT, dynamic symbols)", (total - tables - sum) / 1024
+            printf "%s\t%s\t%s\t%.0f\n", t, v, "total kept", total / 1024
+        }' | sort -t$'\t' -k1,2 -k4,4nr >>dist/size-parts.tsv
+}
 if [ "${CROSS_SIZES:-1}" = 1 ]; then
     have_stock=0
     [ -f "$PKG/lm/package/cpp/ggml-backend.cpp" ] && [ -f "$PKG/wsp/package/cpp/ggml-backend.cpp" ] && have_stock=1
     echo
-    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode)"
-    printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' target ".a" "stripped" "ours kept: lm / wsp / both" \
-        "stock kept: lm / wsp / both" "ours kept, 1 call"
+    echo "sizes in KiB (kept: loaded sections of a --gc-sections / -dead_strip link rooted at the API; .a: file, and without debug info and embedded bitcode; .so: the stripped file)"
+    printf '%-22s | %-7s | %9s | %9s | %-26s | %6s | %s\n' target variant ".a" "stripped" "kept: lm / wsp / both" ".so" "kept, 1 call"
+    printf 'target\tvariant\tlm_kib\twsp_kib\tboth_kib\tso_kib\n' >dist/sizes.tsv
+    printf 'target\tvariant\tpart\tkib\n' >dist/size-parts.tsv
     for t in "${TARGETS[@]}"; do
-        a="dist/$t/libggml_backend_rs.a" u=""
-        case "$t" in *-apple-*) u=_ ;; esac
+      u=""
+      case "$t" in *-apple-*) u=_ ;; esac
+      for v in $(variants "$t"); do
+        d="dist/$t"; [ "$v" = no-simd ] && d="dist/$t/no-simd"
+        a="$d/libggml_backend_rs.a"
         # debug info and the LLVM bitcode rustup's std objects embed (linkers ignore both)
         case "$t" in
             *-apple-*) "$STRIP" --strip-debug --remove-section=__LLVM,__bitcode --remove-section=__LLVM,__cmdline "$a" -o "$WORK/$t.stripped.a" ;;
             *) "$STRIP" --strip-debug --remove-section=.llvmbc --remove-section=.llvmcmd "$a" -o "$WORK/$t.stripped.a" ;;
         esac
-        o="$WORK/link-$t"
+        o="$WORK/link-$t-$v"
         lm=$(link_kept "$t" "$o-lm" "$a" -- $(roots "$u" '^lm_' "$WORK/expected.txt"))
         wsp=$(link_kept "$t" "$o-wsp" "$a" -- $(roots "$u" '^wsp_' "$WORK/expected.txt"))
         both=$(link_kept "$t" "$o-both" "$a" -- $(roots "$u" '' "$WORK/expected.txt"))
         one=$(link_kept "$t" "$o-one" "$a" -- -u "${u}lm_ggml_backend_cpu_buffer_type")
-        stock="n/a"
-        if ((have_stock)) && [[ "$t" == *-android ]]; then
-            slm=$(stock_objs "$t" lm) swsp=$(stock_objs "$t" wsp)
-            # stock exports: what each package's two objects define of the backend API
-            s1=$(link_kept "$t" "$o-slm" $slm -- $("$NM" -g --defined-only $slm | awk '{print $3}' | grep -E '^lm_ggml_backend_' | sed 's/^/-u /'))
-            s2=$(link_kept "$t" "$o-swsp" $swsp -- $("$NM" -g --defined-only $swsp | awk '{print $3}' | grep -E '^wsp_ggml_backend_' | sed 's/^/-u /'))
-            stock="$(kib "$s1") / $(kib "$s2") / $(kib $((s1 + s2)))"
-        elif [[ "$t" == *-apple-* ]]; then
-            stock="n/a (no SDK headers)"
-        fi
         [[ "$lm $wsp $both $one" != *LINK-FAILED* ]] || { FAIL=1; lm=0 wsp=0 both=0 one=0; }
-        printf '%-22s | %9s | %9s | %-29s | %-29s | %s\n' "$t" "$(kib "$(stat -c %s "$a")")" \
-            "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$stock" "$(kib "$one")"
+        so="-"; [ -f "$d/libggml_backend_rs.so" ] && so=$(kib "$(stat -c %s "$d/libggml_backend_rs.so")")
+        printf '%-22s | %-7s | %9s | %9s | %-26s | %6s | %s\n' "$t" "$v" "$(kib "$(stat -c %s "$a")")" \
+            "$(kib "$(stat -c %s "$WORK/$t.stripped.a")")" "$(kib "$lm") / $(kib "$wsp") / $(kib "$both")" "$so" "$(kib "$one")"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" "$v" "$(kib "$lm")" "$(kib "$wsp")" "$(kib "$both")" "$so" >>dist/sizes.tsv
+        [[ "$both" == LINK-FAILED ]] || size_parts "$t" "$v" "$o-both"
+      done
+      if ((have_stock)) && [[ "$t" == *-android ]]; then
+          o="$WORK/link-$t"
+          slm=$(stock_objs "$t" lm) swsp=$(stock_objs "$t" wsp)
+          # stock exports: what each package's two objects define of the backend API
+          s1=$(link_kept "$t" "$o-slm" $slm -- $("$NM" -g --defined-only $slm | awk '{print $3}' | grep -E '^lm_ggml_backend_' | sed 's/^/-u /'))
+          s2=$(link_kept "$t" "$o-swsp" $swsp -- $("$NM" -g --defined-only $swsp | awk '{print $3}' | grep -E '^wsp_ggml_backend_' | sed 's/^/-u /'))
+          printf '%-22s | %-7s | %9s | %9s | %-26s | %6s |\n' "$t" stock - - "$(kib "$s1") / $(kib "$s2") / $(kib $((s1 + s2)))" -
+          printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$t" stock "$(kib "$s1")" "$(kib "$s2")" "$(kib $((s1 + s2)))" - >>dist/sizes.tsv
+      fi
     done
+    # the budgets (issue 18): aarch64-linux-android, both prefixes kept
+    while IFS=$'\t' read -r t v lm wsp both so; do
+        [ "$t" = aarch64-linux-android ] || continue
+        case "$v" in full) max=700 ;; no-simd) max=350 ;; *) continue ;; esac
+        if ((both > max)); then echo "cross.sh: size: $t $v keeps $both KiB, budget $max KiB: over by $((both - max)) KiB (not a failure; dist/size-parts.tsv says where it goes)"
+        else echo "cross.sh: size: $t $v keeps $both KiB, within the budget of $max KiB"; fi
+    done <dist/sizes.tsv
+    echo "(dist/sizes.tsv, dist/size-parts.tsv)"
 fi
 echo
 ((FAIL == 0)) && echo "cross.sh: all checks passed" || { echo "cross.sh: a check FAILED (table above)" >&2; exit 1; }

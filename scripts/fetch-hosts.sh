@@ -1,17 +1,37 @@
 #!/usr/bin/env bash
-# Fetch the two host packages (llama.rn / whisper.rn) from npm and extract
-# them into .cache/hosts/{lm,wsp}/package. Idempotent.
+# Fetch the host packages from npm and extract each into .cache/hosts/<tag>/package.
+# Idempotent. Tags: lm / wsp are the contract's old revisions (llama.rn 0.4.4, whisper.rn
+# 0.4.3); cui / lm12 / wsp7 are the 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9,
+# whisper.rn 0.7.4). `npm pack` never runs a package's postinstall, so llama.rn >= 0.12's
+# prebuilt-native download does not happen here: the sources are in package/cpp.
+# Usage: fetch-hosts.sh [tag...]   (no tag: all of them)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NPM_DIR="$ROOT/.cache/npm"
 HOSTS_DIR="$ROOT/.cache/hosts"
 
-# prefix  npm-spec          tarball name
-PKGS=(
-  "lm  llama.rn@0.4.4   llama.rn-0.4.4.tgz"
-  "wsp whisper.rn@0.4.3 whisper.rn-0.4.3.tgz"
+# tag   npm-spec              tarball name
+ALL_PKGS=(
+  "lm   llama.rn@0.4.4        llama.rn-0.4.4.tgz"
+  "wsp  whisper.rn@0.4.3      whisper.rn-0.4.3.tgz"
+  "cui  cui-llama.rn@1.12.2   cui-llama.rn-1.12.2.tgz"
+  "lm12 llama.rn@0.12.9       llama.rn-0.12.9.tgz"
+  "wsp7 whisper.rn@0.7.4      whisper.rn-0.7.4.tgz"
 )
+PKGS=()
+if (($#)); then
+  for want in "$@"; do
+    found=0
+    for entry in "${ALL_PKGS[@]}"; do
+      read -r tag _ <<<"$entry"
+      if [[ "$tag" == "$want" ]]; then PKGS+=("$entry"); found=1; fi
+    done
+    ((found)) || { echo "fetch-hosts: unknown tag '$want'" >&2; exit 2; }
+  done
+else
+  PKGS=("${ALL_PKGS[@]}")
+fi
 
 mkdir -p "$NPM_DIR" "$HOSTS_DIR"
 

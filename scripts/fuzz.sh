@@ -20,7 +20,9 @@
 #
 # FUZZ_RUNS=N makes the run deterministic instead of timed: N executions per harness from a fresh
 # scratch corpus with a fixed seed (FUZZ_SEED, default 1), so CI repeats exactly the run that was
-# checked here (the ctest `fuzz` uses it).
+# checked here (the ctest `fuzz` uses it). FUZZ_MAX_SECONDS=S caps each harness's wall time on
+# those runs too (scripts/test.sh sets it, so a slow or loaded machine cannot stretch the stage); a
+# capped run prints "capped" with the executions it did.
 # Environment: FUZZ_BUILD_DIR, FUZZ_JOBS (build jobs, default 2), FUZZ_EXTRA_ARGS (more libFuzzer
 # flags), FUZZ_PREFIXES (default "lm wsp").
 set -euo pipefail
@@ -103,7 +105,8 @@ for p in $PREFIXES; do
   if [[ -n "${FUZZ_RUNS:-}" ]]; then
     rm -rf "$scratch" && mkdir -p "$scratch"
     bound=(-runs="$FUZZ_RUNS" -seed="${FUZZ_SEED:-1}")
-    echo "fuzz.sh: deterministic: $FUZZ_RUNS runs, seed ${FUZZ_SEED:-1}"
+    [[ -n "${FUZZ_MAX_SECONDS:-}" ]] && bound+=(-max_total_time="$FUZZ_MAX_SECONDS")
+    echo "fuzz.sh: deterministic: $FUZZ_RUNS runs, seed ${FUZZ_SEED:-1}${FUZZ_MAX_SECONDS:+, capped at ${FUZZ_MAX_SECONDS}s}"
   else
     bound=(-max_total_time="$per")
   fi
@@ -123,7 +126,11 @@ for p in $PREFIXES; do
     grep -E 'ERROR: |SUMMARY: |fuzz: |Test unit written|panicked|internal error' "$log" | head -n 20 || true
     tail -n 40 "$log"
   fi
-  summary+=("fuzz_$p: ${execs:-?} executions in ${per}s (${eps:-?} exec/s), ${cov:-cov ?}, exit $rc")
+  capped=""
+  if [[ -n "${FUZZ_RUNS:-}" && -n "$execs" ]] && ((execs < FUZZ_RUNS)); then
+    capped=" -- capped by FUZZ_MAX_SECONDS=${FUZZ_MAX_SECONDS:-?} before $FUZZ_RUNS runs"
+  fi
+  summary+=("fuzz_$p: ${execs:-?} executions (${eps:-?} exec/s), ${cov:-cov ?}, exit $rc$capped")
   # the committed seeds, once more, as a regression run
   set +e
   "$exe" -runs=0 tests_c/fuzz/corpus >"$BUILD/replay-$p.log" 2>&1

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# integrate.sh -- put ggml-backend-rs into an installed llama.rn 0.4.4 or whisper.rn 0.4.3.
+# integrate.sh -- put ggml-backend-rs into an installed llama.rn 0.4.4 or whisper.rn 0.4.3 (the
+# contract's revisions), or cui-llama.rn 1.12.2, llama.rn 0.12.9 or whisper.rn 0.7.4 (the 2026 one).
 #
-#   scripts/integrate.sh [--dist DIR] PATH/node_modules/<llama.rn|whisper.rn>
-#   scripts/integrate.sh --revert PATH/node_modules/<llama.rn|whisper.rn>
+#   scripts/integrate.sh [--dist DIR] PATH/node_modules/<llama.rn|cui-llama.rn|whisper.rn>
+#   scripts/integrate.sh --revert PATH/node_modules/<llama.rn|cui-llama.rn|whisper.rn>
 #
 # Apply: the package's Android CMakeLists.txt and iOS podspec stop compiling ggml-backend.cpp and
 # ggml-backend-reg.cpp and link this library (prebuilt per ABI / SDK, taken from --dist DIR,
@@ -13,6 +14,13 @@
 # whisper.rn: its prebuilt android/src/main/jniLibs and ios/rnwhisper.xcframework hold the stock
 # backend, so the patch makes the build-from-source path unconditional (android/build.gradle and
 # the podspec).
+#
+# The 2026 packages need the library built for their revision (cargo --features lm-2026 /
+# wsp-2026, headers include/<p>-2026): an Android library that lacks that revision's exports is
+# refused. They keep cpp/ggml-backend-meta.cpp and ggml-backend-dl.cpp (host code). llama.rn >= 0.12
+# downloads prebuilt natives (stock backend inside) in postinstall; the patch makes both builds
+# compile from source (RNLLAMA_BUILD_FROM_SOURCE / rnllamaBuildFromSource, RNWHISPER_BUILD_FROM_SOURCE
+# forced on), so the download is unused: install with RNLLAMA_SKIP_POSTINSTALL=1 to skip it.
 #
 # Every original is kept in <pkg>/.ggml-backend-rs/orig (with a marker); applying again patches
 # from those originals, so it changes nothing (byte for byte) given the same inputs, and --revert
@@ -40,7 +48,7 @@ while (($#)); do
   esac
   shift
 done
-[[ -n "$pkg" ]] || die "usage: integrate.sh [--dist DIR] [--revert] PATH/node_modules/<llama.rn|whisper.rn>"
+[[ -n "$pkg" ]] || die "usage: integrate.sh [--dist DIR] [--revert] PATH/node_modules/<llama.rn|cui-llama.rn|whisper.rn>"
 [[ -f "$pkg/package.json" ]] || die "$pkg: no package.json"
 command -v python3 >/dev/null 2>&1 || die "python3 is needed (it edits the build files)"
 pkg="$(cd "$pkg" && pwd)"
@@ -51,10 +59,20 @@ d = json.load(open(sys.argv[1]))
 print(d.get("name", "?") or "?", d.get("version", "?") or "?")' "$pkg/package.json") ||
   die "$pkg/package.json: cannot read name/version"
 
+# kind: which edits (the python table below); incdir: our headers for the package's revision;
+# marker: an export only that revision's library has ("" = none checked)
 case "$name@$version" in
-  llama.rn@0.4.4)   prefix=lm;  EDITED=(android/src/main/CMakeLists.txt llama-rn.podspec) ;;
-  whisper.rn@0.4.3) prefix=wsp; EDITED=(android/src/main/CMakeLists.txt whisper-rn.podspec android/build.gradle) ;;
-  *) die "unsupported package $name@$version (supported: llama.rn 0.4.4, whisper.rn 0.4.3)" ;;
+  llama.rn@0.4.4)   prefix=lm;  kind=lm;   incdir=lm;  EDITED=(android/src/main/CMakeLists.txt llama-rn.podspec) ;;
+  whisper.rn@0.4.3) prefix=wsp; kind=wsp;  incdir=wsp; EDITED=(android/src/main/CMakeLists.txt whisper-rn.podspec android/build.gradle) ;;
+  cui-llama.rn@1.12.2|llama.rn@0.12.9)
+                    prefix=lm;  kind=lm26; incdir=lm-2026
+                    EDITED=(android/src/main/rnllama/CMakeLists.txt android/build.gradle llama-rn.podspec) ;;
+  whisper.rn@0.7.4) prefix=wsp; kind=wsp26; incdir=wsp-2026; EDITED=(android/src/main/CMakeLists.txt whisper-rn.podspec) ;;
+  *) die "unsupported package $name@$version (supported: llama.rn 0.4.4 / 0.12.9, cui-llama.rn 1.12.2, whisper.rn 0.4.3 / 0.7.4)" ;;
+esac
+case "$kind" in
+  lm26|wsp26) marker_sym="${prefix}_ggml_backend_sched_reserve_size" ;;
+  *) marker_sym="" ;;
 esac
 REMOVED=(cpp/ggml-backend.cpp cpp/ggml-backend-reg.cpp cpp/ggml-backend.h cpp/ggml-backend-impl.h)
 STATE="$pkg/.ggml-backend-rs"
@@ -92,7 +110,7 @@ if ((!marked)); then
   done
 fi
 for h in ggml-backend.h ggml-backend-impl.h; do
-  [[ -f "$ROOT/include/$prefix/$h" ]] || die "$ROOT/include/$prefix/$h missing (run cargo build)"
+  [[ -f "$ROOT/include/$incdir/$h" ]] || die "$ROOT/include/$incdir/$h missing (run cargo build)"
 done
 
 stage="$(mktemp -d "${TMPDIR:-/tmp}/ggml-backend-rs-integrate.XXXXXX")"
@@ -104,7 +122,7 @@ for f in "${EDITED[@]}"; do
   if ((marked)); then src="$STATE/orig/$f"; else src="$pkg/$f"; fi
   edit_args+=("$f" "$src" "$stage/edited/$f")
 done
-python3 - "$prefix" "${edit_args[@]}" <<'PY' || exit 1
+python3 - "$kind" "${edit_args[@]}" <<'PY' || exit 1
 import os, sys
 
 prefix = sys.argv[1]
@@ -186,6 +204,81 @@ EDITS = {
     ],
 }
 
+# --- the 2026 revision ---------------------------------------------------------------------------
+def cmake26_block(set_line, srcdir):
+    return (
+        set_line +
+        "\n"
+        "# " + NOTE + ": ggml's backend layer\n"
+        "# (ggml-backend.cpp, ggml-backend-reg.cpp) is the prebuilt static library of this ABI, and its\n"
+        "# headers replace cpp/ggml-backend.h and cpp/ggml-backend-impl.h.\n"
+        "set(GGML_BACKEND_RS_DIR " + srcdir + "/ggml-backend-rs)\n"
+        "set(GGML_BACKEND_RS_LIB ${GGML_BACKEND_RS_DIR}/android/${ANDROID_ABI}/libggml_backend_rs.a)\n"
+        "if (NOT EXISTS ${GGML_BACKEND_RS_LIB})\n"
+        "    message(FATAL_ERROR \"ggml-backend-rs: no library for ANDROID_ABI '${ANDROID_ABI}' \"\n"
+        "        \"(${GGML_BACKEND_RS_LIB}): build it and run integrate.sh again, or leave this ABI out \"\n"
+        "        \"(reactNativeArchitectures in the app's gradle.properties)\")\n"
+        "endif ()\n"
+        "include_directories(BEFORE ${GGML_BACKEND_RS_DIR}/include)\n"
+    )
+
+def podspec26(xcf_stock, from_source_line):
+    return [
+        ("package = JSON.parse(File.read(File.join(__dir__, \"package.json\")))\n", PODSPEC_CHECK),
+        ("  s.platforms    = { :ios => \"13.0\", :tvos => \"13.0\" }\n",
+         "  s.platforms    = { :ios => \"13.0\" } # ggml-backend-rs: no tvOS build of the library\n"),
+        ("  header_search_paths = ['$(inherited)']\n",
+         "  header_search_paths = ['$(inherited)', '\"$(PODS_TARGET_SRCROOT)/ggml-backend-rs/include\"'] # ggml-backend-rs: ours first\n"),
+        (from_source_line,
+         "  if true # ggml-backend-rs: always from source (" + xcf_stock + " has the stock backend)\n"),
+        ("  s.dependency \"React-callinvoker\"\n",
+         "  # ggml-backend-rs: the library replaces cpp/ggml-backend.cpp and ggml-backend-reg.cpp (gone\n"
+         "  # from cpp/, with their headers; ours are on HEADER_SEARCH_PATHS).\n"
+         "  s.vendored_frameworks = \"" + XCF + "\"\n"
+         "  s.preserve_paths = \"ggml-backend-rs/include/*.h\"\n"
+         "  s.user_target_xcconfig = { \"OTHER_LDFLAGS\" => \"$(inherited) #{ggml_backend_rs_ldflags}\" }\n"
+         "\n"
+         "  s.dependency \"React-callinvoker\"\n"),
+        ("    \"OTHER_LDFLAGS\" => base_ld_flags,\n",
+         "    \"OTHER_LDFLAGS\" => base_ld_flags + \" \" + ggml_backend_rs_ldflags,\n"),
+    ]
+
+EDITS.update({
+    ("lm26", "android/src/main/rnllama/CMakeLists.txt"): [
+        ("set(RNLLAMA_LIB_DIR ${CMAKE_CURRENT_SOURCE_DIR}/../../../../cpp)\n",
+         cmake26_block("set(RNLLAMA_LIB_DIR ${CMAKE_CURRENT_SOURCE_DIR}/../../../../cpp)\n",
+                       "${CMAKE_CURRENT_SOURCE_DIR}/../../../..")),
+        ("    ${RNLLAMA_LIB_DIR}/ggml-backend.cpp\n", ""),
+        ("    ${RNLLAMA_LIB_DIR}/ggml-backend-reg.cpp\n", ""),
+        ("    target_link_libraries(${target_name} PRIVATE ${LOG_LIB} android)\n",
+         "    target_link_libraries(${target_name} PRIVATE ${GGML_BACKEND_RS_LIB} ${LOG_LIB} android)\n"),
+    ],
+    ("lm26", "android/build.gradle"): [
+        ("def isRNLlamaBuildFromSource = (project.findProperty(\"rnllamaBuildFromSource\") ?: \"false\").toString() == \"true\"\n",
+         "def isRNLlamaBuildFromSource = true // ggml-backend-rs: always from source (the prebuilt jniLibs have the stock backend)\n"),
+    ],
+    ("lm26", "llama-rn.podspec"): podspec26("ios/rnllama.xcframework",
+                                            "  if ENV[\"RNLLAMA_BUILD_FROM_SOURCE\"] == \"1\"\n") + [
+        # ios/**/*.h would also pick up the stock headers inside a downloaded ios/rnllama.xcframework
+        ("    s.exclude_files = \"cpp/ggml-opencl/*.{c,cpp}\", ",
+         "    s.exclude_files = \"ios/rnllama.xcframework/**/*\", \"cpp/ggml-opencl/*.{c,cpp}\", "),
+    ],
+    ("wsp26", "android/src/main/CMakeLists.txt"): [
+        ("set(RNWHISPER_LIB_DIR ${CMAKE_SOURCE_DIR}/../../../cpp)\n",
+         cmake26_block("set(RNWHISPER_LIB_DIR ${CMAKE_SOURCE_DIR}/../../../cpp)\n", "${CMAKE_SOURCE_DIR}/../../..")),
+        ("    ${RNWHISPER_LIB_DIR}/ggml-backend.cpp\n", ""),
+        ("    ${RNWHISPER_LIB_DIR}/ggml-backend-reg.cpp\n", ""),
+        ("    target_compile_definitions(${target_name} PRIVATE _GNU_SOURCE)\n",
+         "    target_compile_definitions(${target_name} PRIVATE _GNU_SOURCE)\n"
+         "    target_link_libraries(${target_name} ${GGML_BACKEND_RS_LIB}) # ggml-backend-rs\n"),
+    ],
+    ("wsp26", "whisper-rn.podspec"): podspec26("ios/rnwhisper.xcframework",
+                                               "  if ENV[\"RNWHISPER_BUILD_FROM_SOURCE\"] == \"1\"\n") + [
+        ("    s.exclude_files = \"cpp/ggml-metal/*.m\"\n",
+         "    s.exclude_files = \"cpp/ggml-metal/*.m\", \"ios/rnwhisper.xcframework/**/*\" # ggml-backend-rs: its stock headers\n"),
+    ],
+})
+
 out = []
 for i in range(0, len(triples), 3):
     rel, src, dst = triples[i:i + 3]
@@ -209,7 +302,7 @@ PY
 # The payload: our headers, the Android libraries per ABI, the iOS xcframework.
 P="$stage/payload"
 mkdir -p "$P/include"
-cp "$ROOT/include/$prefix/"*.h "$P/include/"
+cp "$ROOT/include/$incdir/"*.h "$P/include/"
 
 # ABI -> Rust target. Both packages build these ABIs when the app asks for them (llama.rn drops
 # the 32-bit ones itself); an ABI without a library fails at CMake configure with a message.
@@ -220,6 +313,10 @@ missing=()
 for e in "${ANDROID_ABIS[@]}"; do
   read -r abi triple <<<"$e"
   lib="$dist/$triple/libggml_backend_rs.a"
+  if [[ -f "$lib" && -n "$marker_sym" ]] && nm -g --defined-only "$lib" >"$stage/nm.txt" 2>/dev/null &&
+     ! grep -q " T $marker_sym\$" "$stage/nm.txt"; then
+    die "$lib has no $marker_sym: not built for $name $version's revision (cargo build --features lm-2026,wsp-2026)"
+  fi
   if [[ -f "$lib" ]]; then
     mkdir -p "$P/android/$abi"
     cp "$lib" "$P/android/$abi/libggml_backend_rs.a"
@@ -230,24 +327,30 @@ for e in "${ANDROID_ABIS[@]}"; do
 done
 
 ios_dev="$dist/aarch64-apple-ios/libggml_backend_rs.a"
-ios_sim="$dist/aarch64-apple-ios-sim/libggml_backend_rs.a"
+ios_sim="$dist/aarch64-apple-ios-sim/libggml_backend_rs.a" sim_id=ios-arm64-simulator sim_archs=arm64
+# scripts/cross.sh's fat simulator archive (arm64 + x86_64 for Intel Macs), when it made one
+if [[ -f "$dist/ios-simulator/libggml_backend_rs.a" ]]; then
+  ios_sim="$dist/ios-simulator/libggml_backend_rs.a" sim_id=ios-arm64_x86_64-simulator sim_archs="arm64 x86_64"
+fi
 if [[ -f "$ios_dev" && -f "$ios_sim" ]]; then
   X="$P/ios/ggml_backend_rs.xcframework"
-  mkdir -p "$X/ios-arm64" "$X/ios-arm64-simulator"
+  mkdir -p "$X/ios-arm64" "$X/$sim_id"
   cp "$ios_dev" "$X/ios-arm64/libggml_backend_rs.a"
-  cp "$ios_sim" "$X/ios-arm64-simulator/libggml_backend_rs.a"
+  cp "$ios_sim" "$X/$sim_id/libggml_backend_rs.a"
   # scripts/cross.sh writes the -Wl,-U flags of the host symbols the library references weakly.
   weak="$dist/aarch64-apple-ios/host-weak.ldflags"
   [[ -f "$weak" ]] && cmp -s "$weak" "$dist/aarch64-apple-ios-sim/host-weak.ldflags" ||
     die "$weak missing or different from the simulator's (run scripts/cross.sh for both iOS targets)"
   cp "$weak" "$P/ios/host-weak.ldflags"
-  slice() { # identifier [variant]
+  slice() { # identifier architectures [variant]
     printf '\t\t<dict>\n\t\t\t<key>LibraryIdentifier</key>\n\t\t\t<string>%s</string>\n' "$1"
     printf '\t\t\t<key>LibraryPath</key>\n\t\t\t<string>libggml_backend_rs.a</string>\n'
-    printf '\t\t\t<key>SupportedArchitectures</key>\n\t\t\t<array>\n\t\t\t\t<string>arm64</string>\n\t\t\t</array>\n'
+    printf '\t\t\t<key>SupportedArchitectures</key>\n\t\t\t<array>\n'
+    printf '\t\t\t\t<string>%s</string>\n' $2
+    printf '\t\t\t</array>\n'
     printf '\t\t\t<key>SupportedPlatform</key>\n\t\t\t<string>ios</string>\n'
-    if [[ -n "${2:-}" ]]; then
-      printf '\t\t\t<key>SupportedPlatformVariant</key>\n\t\t\t<string>%s</string>\n' "$2"
+    if [[ -n "${3:-}" ]]; then
+      printf '\t\t\t<key>SupportedPlatformVariant</key>\n\t\t\t<string>%s</string>\n' "$3"
     fi
     printf '\t\t</dict>\n'
   }
@@ -255,8 +358,8 @@ if [[ -f "$ios_dev" && -f "$ios_sim" ]]; then
     printf '<?xml version="1.0" encoding="UTF-8"?>\n'
     printf '<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n'
     printf '<plist version="1.0">\n<dict>\n\t<key>AvailableLibraries</key>\n\t<array>\n'
-    slice ios-arm64
-    slice ios-arm64-simulator simulator
+    slice ios-arm64 arm64
+    slice "$sim_id" "$sim_archs" simulator
     printf '\t</array>\n\t<key>CFBundlePackageType</key>\n\t<string>XFWK</string>\n'
     printf '\t<key>XCFrameworkFormatVersion</key>\n\t<string>1.0</string>\n</dict>\n</plist>\n'
   } >"$X/Info.plist"

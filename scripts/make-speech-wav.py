@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Speak a fixed sentence with espeak-ng and write it as 16 kHz mono PCM16 WAV.
+"""Speak a sentence with espeak-ng and write it as 16 kHz mono PCM16 WAV, and the sentence
+itself beside it (OUT with .txt instead of .wav: what the word error rate is measured against).
 
 espeak-ng writes 22050 Hz; the resampling to whisper's 16 kHz is done here
 (FFT band-limited resampling with numpy), so only espeak-ng is needed.
 
-usage: make-speech-wav.py OUT [--text "..."]
+usage: make-speech-wav.py OUT [--text "..." | --question]
+  default     the op-level tests' sentence (TEXT)
+  --question  the voice assistant's default question (QUESTION)
 """
 
 import argparse
@@ -20,14 +23,21 @@ import numpy as np
 TEXT = ("The quick brown fox jumps over the lazy dog. "
         "A small test of the speech recognition pipeline, "
         "running on a tiny model with random weights.")
+# The voice assistant's question: whisper base transcribes espeak-ng's reading of it word for word.
+QUESTION = "Can you tell me three good reasons to drink more water every day?"
 RATE = 16000
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--text", default=TEXT)
+    ap.add_argument("--text", default=None)
+    ap.add_argument("--question", action="store_true")
     a = ap.parse_args()
+    a.text = a.text if a.text is not None else QUESTION if a.question else TEXT
+    if not a.text.strip():
+        print("make-speech-wav: nothing to say (empty text)", file=sys.stderr)
+        return 2
 
     espeak = shutil.which("espeak-ng")
     if not espeak:
@@ -62,6 +72,8 @@ def main() -> int:
         w.setframerate(RATE)
         w.writeframes(y.tobytes())
     os.replace(tmp, a.out)
+    with open(os.path.splitext(a.out)[0] + ".txt", "w", encoding="utf-8") as f:
+        f.write(a.text + "\n")
     print("make-speech-wav: wrote %s (%.2f s at %d Hz)" % (a.out, len(y) / RATE, RATE))
     return 0
 

@@ -30,11 +30,13 @@ while (($#)); do
 done
 [[ "$MODE" == static || "$MODE" == shared ]] || { echo "run-llama: --mode static|shared" >&2; exit 2; }
 
+source scripts/provision.sh build hosts
 bash scripts/fetch-hosts.sh
 bash scripts/fetch-models.sh llama
 MODEL="$ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
-echo "run-llama: building (cmake, $BUILD_DIR)"
+t=$SECONDS
+echo "run-llama: building llama.rn stock + $MODE and the library (cmake, $BUILD_DIR; the first build takes minutes)"
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 LOG="$BUILD_DIR/run-llama-build.log"
 if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target llama_driver_stock "llama_driver_$MODE" >"$LOG" 2>&1; then
@@ -42,6 +44,7 @@ if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target llama_driver_stock "llama_dr
   echo "run-llama: build failed (full log: $LOG)" >&2
   exit 1
 fi
+echo "run-llama: built ($((SECONDS - t)) s)"
 BIN="$BUILD_DIR/tests_c/hosts"
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

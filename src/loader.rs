@@ -6,36 +6,9 @@ use crate::abi::vtable::{cstr, obj};
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, log_at};
-use std::ffi::{c_void, CString};
+use crate::dl::DlHandle;
+use std::ffi::c_void;
 use std::path::{Path, PathBuf};
-
-/// An open `dlopen` handle, closed when dropped.
-pub struct DlHandle(*mut c_void);
-// SAFETY: a dlopen handle is a process-wide token, usable from any thread.
-unsafe impl Send for DlHandle {}
-// SAFETY: as above.
-unsafe impl Sync for DlHandle {}
-
-impl DlHandle {
-    pub fn open(path: &Path) -> Option<DlHandle> {
-        let c = CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
-        // SAFETY: c is a valid path string; RTLD_NOW|RTLD_LOCAL as stock.
-        let h = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        (!h.is_null()).then(|| DlHandle(h))
-    }
-    pub fn sym(&self, name: &str) -> *mut c_void {
-        let Ok(c) = CString::new(name) else { return std::ptr::null_mut() };
-        // SAFETY: self.0 is an open handle; c a valid symbol name.
-        unsafe { libc::dlsym(self.0, c.as_ptr()) }
-    }
-}
-
-impl Drop for DlHandle {
-    fn drop(&mut self) {
-        // SAFETY: the handle is open and dropped once.
-        unsafe { libc::dlclose(self.0) };
-    }
-}
 
 type InitFn<R> = unsafe extern "C" fn() -> *mut Reg<R>;
 type ScoreFn = unsafe extern "C" fn() -> i32;
@@ -85,7 +58,7 @@ pub fn load<R: Rev>(path: &Path, silent: bool) -> Result<*mut Reg<R>> {
         }
     }
     log_at!(R, Info, "ggml_backend_load", "loaded {} backend from {}", cstr(r.name()?), shown);
-    R::registry().register_loaded(reg, h)?;
+    crate::registry::registry::<R>().register_loaded(reg, h)?;
     Ok(reg)
 }
 

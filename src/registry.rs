@@ -8,7 +8,7 @@ use crate::abi::vtable::{cstr, obj};
 use crate::abi::*;
 use crate::buffer::Ptr;
 use crate::error::Result;
-use crate::loader::DlHandle;
+use crate::dl::DlHandle;
 use crate::{bail, ensure};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -45,24 +45,35 @@ fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
     Ok(devs)
 }
 
+static REGISTRIES: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+
+/// Revision `R`'s registry, built on first use (concurrent first uses build it once).
+pub fn registry<R: Rev>() -> &'static Registry<R> {
+    REGISTRIES.get::<R, _>(Registry::new)
+}
+
 impl<R: Rev> Registry<R> {
     // no `Default`: this probes the host's backends and is meant to run once per revision (its Lazy static)
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
         let mut state = State { backends: Vec::new(), devices: Vec::new() };
-        let regs = &R::host().backend_regs;
+        let regs = &crate::host::host::<R>().backend_regs;
         let host_has_cpu = regs.iter().any(|(name, _)| *name == "cpu");
         let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
-        let simd = R::simd();
+        #[cfg(feature = "simd")]
         let add_simd = |state: &mut State<R>, dev_type: DevType| {
+            let simd = R::simd();
             simd.set_dev_type(dev_type);
             state.backends.push(Entry { reg: simd.reg, _handle: None });
             state.devices.push(simd.dev);
         };
+        // built without SIMD (cargo feature "simd" off): no SIMD device, as stock
+        #[cfg(not(feature = "simd"))]
+        let add_simd = |_: &mut State<R>, _: DevType| {};
         for (name, reg_fn) in regs {
             if *name == "cpu" && simd_opt_in {
                 // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)
-                add_simd(&mut state, DEV_TYPE_ACCEL);
+                add_simd(&mut state, R::DEV_TYPE_ACCEL);
             }
             // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or NULL.
             let reg = unsafe { reg_fn() };
@@ -210,10 +221,13 @@ pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*m
     }
 }
 
-/// GPU first, else CPU, as stock.
+/// GPU first (2026: then an integrated GPU), else CPU, as stock.
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
-    let reg = R::registry();
+    let reg = crate::registry::registry::<R>();
     let mut dev = reg.dev_by_type(DEV_TYPE_GPU)?;
+    if let (true, Some(igpu)) = (dev.is_null(), R::DEV_TYPE_IGPU) {
+        dev = reg.dev_by_type(igpu)?;
+    }
     if dev.is_null() {
         dev = reg.dev_by_type(DEV_TYPE_CPU)?;
     }

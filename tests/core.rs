@@ -199,7 +199,7 @@ unsafe extern "C" fn dev_name<R: Rev>(_: *mut Device<R>) -> *const c_char {
     c"ToyDev".as_ptr()
 }
 unsafe extern "C" fn dev_type<R: Rev>(_: *mut Device<R>) -> DevType {
-    DEV_TYPE_ACCEL
+    R::DEV_TYPE_ACCEL
 }
 
 struct Toy<R: Rev> {
@@ -236,7 +236,7 @@ fn registry_roundtrip<R: Rev>(header: R::RegHeader) {
     let lower = g::reg_by_name::<R>(c"toy".as_ptr()).unwrap();
     assert_eq!(!lower.is_null(), R::CASE_INSENSITIVE_NAMES, "lm matches names exactly, wsp ignores case");
     assert_eq!(g::dev_by_name::<R>(c"ToyDev".as_ptr()).unwrap(), &mut *t.dev as *mut _);
-    assert_eq!(g::dev_by_type::<R>(DEV_TYPE_ACCEL).unwrap(), &mut *t.dev as *mut _);
+    assert_eq!(g::dev_by_type::<R>(R::DEV_TYPE_ACCEL).unwrap(), &mut *t.dev as *mut _);
     assert!(g::dev_by_name::<R>(c"nope".as_ptr()).unwrap().is_null());
     assert!(g::init_by_name::<R>(c"nope".as_ptr(), std::ptr::null()).is_err());
     assert_eq!(g::dev_backend_reg(&mut *t.dev).unwrap(), &mut *t.reg as *mut _);

@@ -20,7 +20,23 @@ fn host_dir(tag: &str) -> PathBuf {
 
 /// Compiles and runs the probe; `ours` puts include/<tag> first (after staging the host headers
 /// without its own ggml-backend*.h so that ours are the ones found).
-fn probe(tag: &str, ours: bool) -> BTreeMap<String, u64> {
+/// A host package to probe: its cache tag, its prefix, its ggml revision and our header folder.
+struct Pkg {
+    tag: &'static str,
+    prefix: &'static str,
+    rev2026: bool,
+    caps_mmap: bool,
+    include: &'static str,
+}
+
+const LM: Pkg = Pkg { tag: "lm", prefix: "lm", rev2026: false, caps_mmap: false, include: "lm" };
+const WSP: Pkg = Pkg { tag: "wsp", prefix: "wsp", rev2026: false, caps_mmap: false, include: "wsp" };
+const CUI: Pkg = Pkg { tag: "cui", prefix: "lm", rev2026: true, caps_mmap: true, include: "lm-2026" };
+const LM12: Pkg = Pkg { tag: "lm12", prefix: "lm", rev2026: true, caps_mmap: false, include: "lm-2026" };
+const WSP7: Pkg = Pkg { tag: "wsp7", prefix: "wsp", rev2026: true, caps_mmap: true, include: "wsp-2026" };
+
+fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
+    let tag = pkg.tag;
     let host = host_dir(tag);
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}-{}", tag, if ours { "ours" } else { "host" }));
     std::fs::create_dir_all(&tmp).unwrap();
@@ -35,7 +51,7 @@ fn probe(tag: &str, ours: bool) -> BTreeMap<String, u64> {
                 std::fs::copy(e.path(), stage.join(&name)).unwrap();
             }
         }
-        includes.push(root().join("include").join(tag));
+        includes.push(root().join("include").join(pkg.include));
         includes.push(stage);
     } else {
         includes.push(host.clone());
@@ -43,7 +59,14 @@ fn probe(tag: &str, ours: bool) -> BTreeMap<String, u64> {
     let exe = tmp.join("layout");
     let mut cc = Command::new("cc");
     // -O1 drops the unused static inline helpers of ggml-impl.h, which would need ggml.c to link
-    cc.arg(format!("-DLAYOUT_{}", tag.to_uppercase())).arg("-std=gnu11").arg("-O1").arg("-w");
+    cc.arg(format!("-DLAYOUT_{}", pkg.prefix.to_uppercase())).arg("-std=gnu11").arg("-O1").arg("-w");
+    if pkg.rev2026 {
+        cc.arg("-DLAYOUT_REV2026");
+    }
+    // ours always declares mmap_support (written, never read); only the packages that have it print it
+    if pkg.caps_mmap {
+        cc.arg("-DLAYOUT_CAPS_MMAP");
+    }
     for i in &includes {
         cc.arg("-I").arg(i);
     }
@@ -94,7 +117,7 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     off!(m, "Backend", Backend<R>, guid => "guid", iface => "iface", device => "device", context => "context");
     off!(m, "Event", Event<R>, device => "device", context => "context");
     off!(m, "DevCaps", DevCaps, async_ => "async", host_buffer => "host_buffer", buffer_from_host_ptr => "buffer_from_host_ptr", events => "events");
-    off!(m, "DevProps", DevProps, name => "name", description => "description", memory_free => "memory_free",
+    off!(m, "DevProps", DevProps<R>, name => "name", description => "description", memory_free => "memory_free",
         memory_total => "memory_total", type_ => "type", caps => "caps");
     off!(m, "DeviceI", DeviceI<R>, get_name => "get_name", get_description => "get_description", get_memory => "get_memory",
         get_type => "get_type", get_props => "get_props", init_backend => "init_backend", get_buffer_type => "get_buffer_type",
@@ -107,6 +130,21 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     off!(m, "Reg", Reg<R>, iface => "iface", context => "context");
     off!(m, "GraphCopy", GraphCopy<R>, buffer => "buffer", ctx_allocated => "ctx_allocated",
         ctx_unallocated => "ctx_unallocated", graph => "graph");
+    if size_of::<R::Buffer2d>() > 0 {
+        let b2 = offset_of!(BufferI<R>, tensor_2d) as u64;
+        m.insert("BufferI.set_tensor_2d".into(), b2);
+        m.insert("BufferI.get_tensor_2d".into(), b2 + 8);
+        let a2 = offset_of!(BackendI<R>, tensor_2d_async) as u64;
+        m.insert("BackendI.set_tensor_2d_async".into(), a2);
+        m.insert("BackendI.get_tensor_2d_async".into(), a2 + 8);
+        m.insert("BackendI.graph_optimize".into(), offset_of!(BackendI<R>, graph_optimize) as u64);
+        m.insert("Reg.api_version".into(), offset_of!(Reg<R>, header) as u64);
+        m.insert("DevProps.device_id".into(), offset_of!(DevProps<R>, device_id) as u64);
+        m.insert("DevCaps.mmap_support".into(), (offset_of!(DevProps<R>, caps_extra) - offset_of!(DevProps<R>, caps)) as u64);
+        m.insert("DevCaps.size".into(), (offset_of!(DevProps<R>, caps_extra) - offset_of!(DevProps<R>, caps) + size_of::<R::CapsExtra>()) as u64);
+        m.insert("CGraph.uid".into(), offset_of!(CGraph<R>, uid) as u64);
+        m.insert("const.DEV_TYPE_IGPU".into(), R::DEV_TYPE_IGPU.unwrap_or(-1) as i64 as u64);
+    }
     m.insert("op.none".into(), R::OPS.none as i64 as u64);
     m.insert("op.dup".into(), R::OPS.dup as i64 as u64);
     m.insert("op.add".into(), R::OPS.add as i64 as u64);
@@ -130,8 +168,9 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     m.insert("op.rope".into(), R::OPS.rope as i64 as u64);
     m.insert("op.im2col".into(), R::OPS.im2col as i64 as u64);
     m.insert("op.unary".into(), R::OPS.unary as i64 as u64);
+    let inplace = if size_of::<R::Buffer2d>() > 0 { "inplace26" } else { "inplace" };
     for (k, &op) in R::INPLACE_OPS.iter().enumerate() {
-        m.insert(format!("inplace.{}", k), op as i64 as u64);
+        m.insert(format!("{}.{}", inplace, k), op as i64 as u64);
     }
     let mut c = |k: &str, v: i64| {
         m.insert(format!("const.{}", k), v as u64);
@@ -151,7 +190,7 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     c("STATUS_SUCCESS", STATUS_SUCCESS as i64);
     c("STATUS_ABORTED", STATUS_ABORTED as i64);
     c("USAGE_COMPUTE", USAGE_COMPUTE as i64);
-    c("DEV_TYPE_ACCEL", DEV_TYPE_ACCEL as i64);
+    c("DEV_TYPE_ACCEL", <R as Rev>::DEV_TYPE_ACCEL as i64);
     c("LOG_LEVEL_ERROR", LogLevel::Error as i64);
     if R::BACKEND_API_VERSION > 0 {
         c("BACKEND_API_VERSION", R::BACKEND_API_VERSION as i64);
@@ -159,17 +198,38 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     m
 }
 
+/// Facts the 2026 probe prints for the record (every enum in full, the meta backend's types)
+/// that the library has no mirror of, as it does not act on them.
+fn not_mirrored(k: &str) -> bool {
+    const PREFIXES: [&str; 6] = ["op26.", "type26.", "unary26.", "glu26.", "MetaSplitState.", "const.SPLIT_AXIS_"];
+    const KEYS: [&str; 9] = [
+        "const.META_MAX_DEVICES",
+        "const.TENSOR_FLAG_PARAM",
+        "const.TENSOR_FLAG_LOSS",
+        "const.TENSOR_FLAG_COMPUTE",
+        "const.DEFAULT_GRAPH_SIZE",
+        "const.DEV_TYPE_CPU",
+        "const.DEV_TYPE_GPU",
+        "const.DEV_TYPE_META",
+        "const.USAGE_ANY",
+    ];
+    PREFIXES.iter().any(|p| k.starts_with(p)) || KEYS.contains(&k) || k == "const.USAGE_WEIGHTS"
+}
+
 fn compare(tag: &str, c: &BTreeMap<String, u64>, rust: &BTreeMap<String, u64>) {
     let mut bad = Vec::new();
-    for (k, v) in c {
+    for (k, v) in c.iter().filter(|(k, _)| !not_mirrored(k)) {
         match rust.get(k) {
             Some(r) if r == v => {}
+            // llama.rn 0.12.9: caps without mmap_support (4 bytes); ours has the byte, in padding
+            Some(r) if k == "DevCaps.size" && *r == v + 1 && !c.contains_key("DevCaps.mmap_support") && c.contains_key("CGraph.uid") => {}
             Some(r) => bad.push(format!("{}: C {} vs Rust {}", k, v, r)),
             None => bad.push(format!("{}: C {} not mirrored in Rust", k, v)),
         }
     }
     for k in rust.keys() {
-        if !c.contains_key(k) {
+        // llama.rn 0.12.9's caps have no mmap_support: ours writes that padding byte, never reads it
+        if !c.contains_key(k) && !(k.starts_with("DevCaps.") && !c.contains_key("DevCaps.mmap_support") && c.contains_key("CGraph.uid")) {
             bad.push(format!("{}: Rust only", k));
         }
     }
@@ -179,21 +239,34 @@ fn compare(tag: &str, c: &BTreeMap<String, u64>, rust: &BTreeMap<String, u64>) {
 
 #[test]
 fn lm_layout_matches_host_headers() {
-    compare("lm/host", &probe("lm", false), &rust_side::<Lm>());
+    compare("lm/host", &probe(&LM, false), &rust_side::<Lm>());
 }
 
 #[test]
 fn wsp_layout_matches_host_headers() {
-    compare("wsp/host", &probe("wsp", false), &rust_side::<Wsp>());
+    compare("wsp/host", &probe(&WSP, false), &rust_side::<Wsp>());
 }
 
 #[test]
 fn lm_layout_matches_generated_headers() {
-    compare("lm/ours", &probe("lm", true), &rust_side::<Lm>());
+    compare("lm/ours", &probe(&LM, true), &rust_side::<Lm>());
 }
 
 #[test]
 fn wsp_layout_matches_generated_headers() {
-    compare("wsp/ours", &probe("wsp", true), &rust_side::<Wsp>());
+    compare("wsp/ours", &probe(&WSP, true), &rust_side::<Wsp>());
 }
 
+/// The 2026 revision: one Rust layout (Lm26) for both lm packages, checked against each.
+#[test]
+fn lm26_layout_matches_cui_llama_rn_1_12_2_and_llama_rn_0_12_9() {
+    compare("cui/host", &probe(&CUI, false), &rust_side::<Lm26>());
+    compare("lm12/host", &probe(&LM12, false), &rust_side::<Lm26>());
+    compare("lm-2026/ours", &probe(&Pkg { caps_mmap: true, ..CUI }, true), &rust_side::<Lm26>());
+}
+
+#[test]
+fn wsp26_layout_matches_whisper_rn_0_7_4() {
+    compare("wsp7/host", &probe(&WSP7, false), &rust_side::<Wsp26>());
+    compare("wsp-2026/ours", &probe(&WSP7, true), &rust_side::<Wsp26>());
+}

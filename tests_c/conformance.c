@@ -34,6 +34,9 @@
 #include "ggml-backend-impl.h"
 #include "ggml-cpu.h"
 
+#define TEST_PREFIX_FEATURES_ONLY
+#include "test_prefix.h"
+
 /* ------------------------------------------------------------------ prefix macros */
 
 #if defined(TEST_PREFIX_LM) == defined(TEST_PREFIX_WSP)
@@ -71,7 +74,7 @@ typedef struct G(tensor)  tensor_t;
 
 /* tensor_alloc / view_init / buffer_init_tensor return void in lm, enum ggml_status in wsp.
  * INIT_OK(call) runs the call and evaluates to whether it reported success (always true in lm). */
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
 #    define INIT_OK(call)     ((call) == STATUS_SUCCESS)
 #    define INIT_FAILED(call) ((call) == STATUS_FAILED)
 #else
@@ -246,7 +249,7 @@ static void * fake_buffer_get_base(buffer_t buffer) {
     return buffer->context;
 }
 
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
 static enum G(status) fake_buffer_init_tensor(buffer_t buffer, tensor_t * tensor) {
     (void) buffer;
     (void) tensor;
@@ -382,7 +385,7 @@ static dev_t_ fake_reg_dev_get(reg_t reg, size_t index) {
 }
 
 static struct GB(reg) fake_reg = {
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_REG_VERSION
     .api_version = C(BACKEND_API_VERSION),
 #endif
     .iface = {
@@ -1044,7 +1047,7 @@ static void test_custom_buffer(void) {
     }
     EXPECT_NO_LOG();
 
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
     /* a failing init_tensor is passed through by tensor_alloc and buffer_init_tensor */
     struct GB(buffer_i) failing = fake_buffer_iface;
     failing.init_tensor = fake_buffer_init_tensor_fail;
@@ -1088,7 +1091,7 @@ static void test_registry(void) {
     reg_t cpu_reg = find_cpu_reg();
     CHECK(cpu_reg != NULL);
     CHECK(GB(reg_by_name)("CPU") == cpu_reg);
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     CHECK(GB(reg_by_name)("cpu") == cpu_reg);
     CHECK(GB(reg_by_name)("Cpu") == cpu_reg);
 #else
@@ -1100,7 +1103,7 @@ static void test_registry(void) {
     CHECK(cpu_dev != NULL);
     CHECK(GB(dev_by_type)(DEV_CPU) == cpu_dev);
     CHECK(GB(dev_by_name)("CPU") == cpu_dev);
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     CHECK(GB(dev_by_name)("cpu") == cpu_dev);
 #else
     CHECK(GB(dev_by_name)("cpu") == NULL);
@@ -1175,7 +1178,7 @@ static void test_registry(void) {
     CHECK(GB(dev_get)(n_devs) == &fake_dev);
     CHECK(GB(reg_by_name)("FAKEREG") == &fake_reg);
     CHECK(GB(dev_by_name)("FAKEDEV") == &fake_dev);
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     CHECK(GB(dev_by_name)("fakedev") == &fake_dev);
 #endif
     CHECK(GB(dev_by_type)(DEV_ACCEL) == &fake_dev);
@@ -1197,7 +1200,7 @@ static void test_registry(void) {
     EXPECT_LOG("device_register", "NULL");
     CHECK(GB(dev_count)() == n_devs + 1);
 
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     /* a second device of the fake reg, then unloading the reg removes both */
     GB(device_register)(&fake_dev2);
     EXPECT_NO_LOG();
@@ -1223,7 +1226,7 @@ static void test_registry(void) {
 #endif
 }
 
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
 /* wsp only: backend_load / load_all / load_all_from_path, one section each (dlopen paths). */
 static void test_load_missing(void) {
     size_t n_regs = GB(reg_count)();
@@ -1308,7 +1311,7 @@ static void test_devices(void) {
     GB(dev_memory)(dev, &free_mem, &total);
     CHECK(free_mem != SIZE_MAX - 1 && total != SIZE_MAX - 1);
     CHECK(free_mem <= total);
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     CHECK(total > 0); /* sysconf-based in this revision */
 #else
     CHECK(total == 0); /* "TODO" zeros in this revision */
@@ -1746,7 +1749,7 @@ static void test_null_handles(void) {
     EXPECT_LOG("buffer_get_base", "NULL");
     CHECK(GB(buffer_get_size)(NULL) == 0);
     EXPECT_LOG("buffer_get_size", "NULL");
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
     CHECK(GB(buffer_init_tensor)(NULL, t) == STATUS_FAILED);
 #else
     GB(buffer_init_tensor)(NULL, t);
@@ -1929,7 +1932,7 @@ int main(void) {
     RUN(test_multi_buffer);
     RUN(test_custom_buffer);
     RUN(test_registry);
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_LOAD
     RUN(test_load_missing);
     RUN(test_load_null);
     RUN(test_load_not_a_backend);

@@ -11,7 +11,12 @@
  *      offload_op (lm always, wsp with sched_new's op_offload).
  *   2. multi_buffer_set_usage sets the parts only; buffer_set_usage on a multi-buffer sets both.
  *   3. compare_graph_backend: node by node (views skipped, false stops); wsp with 0.4.3's sixth
- *      argument test_node: the whole graph, that node only (fidelity_wsp6.c is such a caller).
+ *      argument test_node: the whole graph, that node only (fidelity_wsp6.c is such a caller);
+ *      2026: the test-node list (whole graph, then every listed node in graph order).
+ *   4. 2026 (TEST_API_2026): 2-D transfers and their fallbacks; sched_get_buffer_type,
+ *      sched_reserve_size (sizes without allocating, equal to what reserve allocates),
+ *      sched_split_graph (splits, graph uids, the backend's graph_optimize once per split of its
+ *      own), the meta queries of a build without a meta device.
  */
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +31,9 @@
 #include "ggml-cpu.h"
 
 #include "test_prefix.h"
+#if defined(TEST_API_2026)
+#    include "ggml-impl.h" /* struct ggml_cgraph: the graph uid */
+#endif
 
 typedef struct G(tensor) tensor_t;
 
@@ -43,7 +51,7 @@ static void on_log(enum G(log_level) level, const char * text, void * ud) {
 
 #include "fake_accel.h"
 
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_PREFIX_WSP) && !defined(TEST_API_2026)
 /* fidelity_wsp6.c: a caller compiled against whisper.rn 0.4.3's prototype (six parameters) */
 bool compare_with_test_node(GB(t) b1, GB(t) b2, struct G(cgraph) * g, GB(eval_callback) cb, void * ud, tensor_t * test_node);
 #endif
@@ -58,14 +66,10 @@ static struct G(context) * new_ctx(size_t n_tensors) {
 
 /* op_offload: wsp's sched_new flag (lm always lets a higher-priority backend offload) */
 static GB(sched_t) new_sched_ex(GB(t) * backends, int n, bool parallel, bool op_offload) {
-#if defined(TEST_PREFIX_WSP)
-    return GB(sched_new)(backends, NULL, n, 64, parallel, op_offload);
-#else
-    (void) op_offload;
-    return GB(sched_new)(backends, NULL, n, 64, parallel);
-#endif
+    return TEST_SCHED_NEW(GB(sched_new), backends, NULL, n, 64, parallel, op_offload);
 }
 static GB(sched_t) new_sched(GB(t) * backends, int n) { return new_sched_ex(backends, n, false, true); }
+#define INIT_OK_2026(call) ((call) == C(STATUS_SUCCESS))
 
 #define N 29
 
@@ -251,7 +255,7 @@ static void test_op_offload(GB(t) fake, GB(t) cpu) {
             struct G(cgraph) * g = G(new_graph)(ctx);
             G(build_forward_expand)(g, y);
             CHECK(GB(sched_alloc_graph)(s, g));
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_API_OP_OFFLOAD)
             bool on_fake = offload && op_offload;
 #else
             bool on_fake = offload;
@@ -378,7 +382,48 @@ static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
     CHECK(G(graph_n_nodes)(r.g) == 4);
     CHECK(G(graph_node)(r.g, 3) == r.e);
 
-#if defined(TEST_PREFIX_LM) || !defined(GGML_RS_TEST_MODE_stock)
+#if defined(TEST_API_2026)
+    /* 2026: seven parameters; no test nodes is the node-by-node walk */
+    memset(&s, 0, sizeof(s));
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s, NULL, 0));
+    check_node_by_node(&s, &r, 3);
+    memset(&s, 0, sizeof(s));
+    s.stop_after = 2;
+    CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s, NULL, 0));
+    check_node_by_node(&s, &r, 2);
+
+    /* test nodes: the whole graph on both backends, then the callback for every graph node in the
+     * list, in graph order, whatever the callback returns */
+    for (int k = 0; k < 4; k++) {
+        struct cgraph4 fresh = build4(cpu);
+        memset(&s, 0, sizeof(s));
+        s.stop_after = 1;
+        const tensor_t * tn[1] = { G(graph_node)(fresh.g, k) };
+        CHECK(GB(compare_graph_backend)(cpu, cpu2, fresh.g, compare_cb, &s, tn, 1));
+        CHECK(s.n == 1);
+        CHECK(s.idx[0] == k);
+        CHECK(s.t1[0] == tn[0]);
+        CHECK(memcmp(s.v1[0], fresh.want[k], sizeof(s.v1[0])) == 0);
+        CHECK(memcmp(s.v2[0], fresh.want[k], sizeof(s.v2[0])) == 0);
+        float got[N];
+        get_f32(fresh.e, got);
+        CHECK(memcmp(got, fresh.want[3], sizeof(got)) == 0);
+        free4(&fresh);
+    }
+    {
+        /* two test nodes given out of graph order, one of them twice, plus a tensor that is not a
+         * graph node: callbacks follow the graph's order, once per match */
+        struct cgraph4 fresh = build4(cpu);
+        memset(&s, 0, sizeof(s));
+        const tensor_t * tn[4] = { G(graph_node)(fresh.g, 3), fresh.x, G(graph_node)(fresh.g, 1), G(graph_node)(fresh.g, 3) };
+        CHECK(GB(compare_graph_backend)(cpu, cpu2, fresh.g, compare_cb, &s, tn, 4));
+        CHECK(s.n == 3);
+        CHECK(s.idx[0] == 1 && s.idx[1] == 3 && s.idx[2] == 3);
+        CHECK(memcmp(s.v1[0], fresh.want[1], sizeof(s.v1[0])) == 0);
+        CHECK(memcmp(s.v2[2], fresh.want[3], sizeof(s.v2[2])) == 0);
+        free4(&fresh);
+    }
+#elif defined(TEST_PREFIX_LM) || !defined(GGML_RS_TEST_MODE_stock)
     /* the spec's five parameters (lm's only form; wsp's spec header) */
     memset(&s, 0, sizeof(s));
     CHECK(GB(compare_graph_backend)(cpu, cpu2, r.g, compare_cb, &s));
@@ -389,7 +434,7 @@ static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
     check_node_by_node(&s, &r, 2);
 #endif
 
-#if defined(TEST_PREFIX_WSP)
+#if defined(TEST_PREFIX_WSP) && !defined(TEST_API_2026)
     /* 0.4.3's callers: test_node NULL is the node-by-node walk */
     memset(&s, 0, sizeof(s));
     CHECK(compare_with_test_node(cpu, cpu2, r.g, compare_cb, &s, NULL));
@@ -433,6 +478,196 @@ static void test_compare_graph_backend(GB(t) cpu, GB(t) cpu2) {
     free4(&r);
 }
 
+
+#if defined(TEST_API_2026)
+/* ---------------------------------------------------------------- 2026: 2-D transfers
+ * tensor_{set,get}_2d[_async]: one transfer per copy (rows of `size` bytes, stride_tensor apart in
+ * the tensor, stride_data apart in memory) when n_copies <= 1 or the buffer / backend has no 2-D
+ * slot; otherwise the slot once (size 0: nothing). */
+static int n_set2d, n_get2d, n_set1d;
+static size_t last2d[5];
+static void (*cpu_set_tensor)(GB(buffer_t), tensor_t *, const void *, size_t, size_t);
+static void counting_set(GB(buffer_t) b, tensor_t * t, const void * d, size_t off, size_t size) {
+    n_set1d++;
+    cpu_set_tensor(b, t, d, off, size);
+}
+static void rows_set_2d(GB(buffer_t) b, tensor_t * t, const void * d, size_t off, size_t size, size_t n, size_t st, size_t sd) {
+    (void) b;
+    n_set2d++;
+    last2d[0] = off; last2d[1] = size; last2d[2] = n; last2d[3] = st; last2d[4] = sd;
+    for (size_t i = 0; i < n; i++) memcpy((char *) t->data + off + i * st, (const char *) d + i * sd, size);
+}
+static void rows_get_2d(GB(buffer_t) b, const tensor_t * t, void * d, size_t off, size_t size, size_t n, size_t st, size_t sd) {
+    (void) b;
+    n_get2d++;
+    for (size_t i = 0; i < n; i++) memcpy((char *) d + i * sd, (const char *) t->data + off + i * st, size);
+}
+
+static void test_2d_transfers(GB(t) cpu) {
+    struct G(context) * ctx = new_ctx(4);
+    tensor_t * t = G(new_tensor_1d)(ctx, C(TYPE_I8), 64);
+    tensor_t * u = G(new_tensor_1d)(ctx, C(TYPE_I8), 64);
+    GB(buffer_t) buf = GB(alloc_ctx_tensors)(ctx, cpu);
+    CHECK(buf != NULL);
+    uint8_t src[64], got[64], zero[64];
+    for (int i = 0; i < 64; i++) src[i] = (uint8_t) (i + 1);
+    memset(zero, 0, sizeof(zero));
+
+    /* CPU buffer: no 2-D slot -> rows one by one */
+    CHECK(buf->iface.set_tensor_2d == NULL && buf->iface.get_tensor_2d == NULL);
+    GB(tensor_set)(t, zero, 0, 64);
+    GB(tensor_set_2d)(t, src, 2, 3, 4, 10, 5); /* rows of 3 at 2, 12, 22, 32 from src 0, 5, 10, 15 */
+    GB(tensor_get)(t, got, 0, 64);
+    for (int i = 0; i < 64; i++) {
+        int row = (i - 2) / 10, col = (i - 2) % 10;
+        uint8_t want = (i >= 2 && row < 4 && col < 3) ? src[row * 5 + col] : 0;
+        if (got[i] != want) { CHECK(got[i] == want); break; }
+    }
+    memset(got, 0xee, sizeof(got));
+    GB(tensor_get_2d)(t, got, 2, 3, 4, 10, 7); /* back into rows 7 apart */
+    CHECK(memcmp(got + 0, src + 0, 3) == 0 && memcmp(got + 7, src + 5, 3) == 0);
+    CHECK(memcmp(got + 14, src + 10, 3) == 0 && memcmp(got + 21, src + 15, 3) == 0);
+    CHECK(got[3] == 0xee && got[24] == 0xee);
+    /* n_copies 0: nothing */
+    GB(tensor_set)(t, zero, 0, 64);
+    GB(tensor_set_2d)(t, src, 0, 8, 0, 8, 8);
+    GB(tensor_get)(t, got, 0, 64);
+    CHECK(memcmp(got, zero, 64) == 0);
+    /* the async pair on the CPU backend (no async slots): the same rows */
+    GB(tensor_set)(u, zero, 0, 64);
+    GB(tensor_set_2d_async)(cpu, u, src, 1, 2, 3, 20, 2);
+    GB(synchronize)(cpu);
+    GB(tensor_get)(u, got, 0, 64);
+    CHECK(got[1] == src[0] && got[2] == src[1] && got[21] == src[2] && got[22] == src[3] && got[41] == src[4] && got[42] == src[5]);
+    CHECK(got[0] == 0 && got[3] == 0 && got[43] == 0);
+    memset(got, 0, sizeof(got));
+    GB(tensor_get_2d_async)(cpu, u, got, 1, 2, 3, 20, 4);
+    GB(synchronize)(cpu);
+    CHECK(got[0] == src[0] && got[1] == src[1] && got[4] == src[2] && got[5] == src[3] && got[8] == src[4] && got[9] == src[5]);
+
+    /* a buffer with 2-D slots: called once with the arguments for n_copies > 1 */
+    cpu_set_tensor = buf->iface.set_tensor;
+    buf->iface.set_tensor = counting_set;
+    buf->iface.set_tensor_2d = rows_set_2d;
+    buf->iface.get_tensor_2d = rows_get_2d;
+    n_set2d = n_get2d = n_set1d = 0;
+    GB(tensor_set)(t, zero, 0, 64);
+    CHECK(n_set1d == 1);
+    GB(tensor_set_2d)(t, src, 4, 6, 3, 16, 6);
+    CHECK(n_set2d == 1 && n_set1d == 1);
+    CHECK(last2d[0] == 4 && last2d[1] == 6 && last2d[2] == 3 && last2d[3] == 16 && last2d[4] == 6);
+    GB(tensor_get_2d)(t, got, 4, 6, 3, 16, 6);
+    CHECK(n_get2d == 1 && memcmp(got, src, 18) == 0);
+    /* one copy: the plain transfer, not the slot */
+    GB(tensor_set_2d)(t, src, 0, 5, 1, 99, 99);
+    CHECK(n_set2d == 1 && n_set1d == 2);
+    GB(tensor_get_2d)(t, got, 0, 5, 1, 99, 99);
+    CHECK(n_get2d == 1 && memcmp(got, src, 5) == 0);
+    /* size 0 with several copies: nothing at all */
+    GB(tensor_set_2d)(t, src, 0, 0, 4, 8, 8);
+    CHECK(n_set2d == 1 && n_set1d == 2);
+    /* the async pair: the backend has no 2-D slot -> one plain transfer per copy */
+    GB(tensor_set_2d_async)(cpu, t, src, 0, 4, 2, 8, 4);
+    GB(synchronize)(cpu);
+    CHECK(n_set2d == 1 && n_set1d == 4);
+    buf->iface.set_tensor = cpu_set_tensor;
+    buf->iface.set_tensor_2d = NULL;
+    buf->iface.get_tensor_2d = NULL;
+
+    GB(buffer_free)(buf);
+    G(free)(ctx);
+}
+
+/* ---------------------------------------------------------------- 2026: scheduler additions */
+static int n_optimize, optimize_nodes[8];
+static void fake_graph_optimize(GB(t) be, struct G(cgraph) * g) {
+    (void) be;
+    if (n_optimize < 8) optimize_nodes[n_optimize] = G(graph_n_nodes)(g);
+    n_optimize++;
+}
+
+static void test_sched_2026(GB(t) fake, GB(t) cpu) {
+    /* w (FAKE weights) * x -> MUL on FAKE, then SQR: only the CPU can */
+    struct G(context) * wctx = new_ctx(2);
+    tensor_t * w = G(new_tensor_1d)(wctx, C(TYPE_F32), N);
+    GB(buffer_t) wbuf = GB(buft_alloc_buffer)(&fake_buft, 1024);
+    CHECK(INIT_OK_2026(GB(tensor_alloc)(wbuf, w, GB(buffer_get_base)(wbuf))));
+    GB(buffer_set_usage)(wbuf, C(BACKEND_BUFFER_USAGE_WEIGHTS));
+    float ones[N];
+    for (int i = 0; i < N; i++) ones[i] = 1.0f + (float) i;
+    set_f32(w, ones);
+
+    struct G(context) * ctx = new_ctx(16);
+    tensor_t * x = G(new_tensor_1d)(ctx, C(TYPE_F32), N);
+    G(set_input)(x);
+    tensor_t * m = G(mul)(ctx, w, x);
+    tensor_t * a = G(sqr)(ctx, m);
+    G(set_output)(a);
+    struct G(cgraph) * g = G(new_graph)(ctx);
+    G(build_forward_expand)(g, a);
+
+    fake->iface.graph_optimize = fake_graph_optimize;
+    GB(t) backends[2] = { fake, cpu };
+    GB(sched_t) s = new_sched(backends, 2);
+
+    /* get_buffer_type: each backend's default (no bufts given) */
+    CHECK(GB(sched_get_buffer_type)(s, fake) == &fake_buft);
+    CHECK(GB(sched_get_buffer_type)(s, cpu) == GB(get_default_buffer_type)(cpu));
+
+    /* reserve_size: per-backend sizes, nothing allocated */
+    size_t sizes[2] = { 12345, 12345 };
+    GB(sched_reserve_size)(s, g, sizes);
+    CHECK(sizes[0] > 0 && sizes[1] > 0);
+    CHECK(GB(sched_get_buffer_size)(s, fake) == 0 && GB(sched_get_buffer_size)(s, cpu) == 0);
+    CHECK(GB(sched_get_n_splits)(s) == 2);
+    n_optimize = 0;
+
+    /* split_graph: assigns and splits without allocating; FAKE's graph_optimize once per FAKE split,
+     * on that split's nodes; a fresh graph uid each time */
+    GB(sched_split_graph)(s, g);
+    CHECK(GB(sched_get_n_splits)(s) == 2);
+    CHECK(n_optimize == 1);
+    CHECK(optimize_nodes[0] == 1);
+    CHECK(GB(sched_get_tensor_backend)(s, m) == fake);
+    CHECK(GB(sched_get_tensor_backend)(s, a) == cpu);
+    uint64_t uid1 = g->uid;
+    CHECK(uid1 != 0);
+    GB(sched_split_graph)(s, g);
+    CHECK(g->uid != 0 && g->uid != uid1);
+    CHECK(n_optimize == 2);
+
+    /* reserve: allocates at least what reserve_size reported; alloc_graph splits again (FAKE's
+     * graph_optimize once more). The values are the host ggml-alloc's (stock: 128 / 128 reported,
+     * 128 / 256 allocated); a library allocator may place tensors differently. */
+    GB(sched_reset)(s);
+    CHECK(GB(sched_reserve)(s, g));
+    CHECK(GB(sched_get_buffer_size)(s, fake) >= sizes[0]);
+    CHECK(GB(sched_get_buffer_size)(s, cpu) >= sizes[1]);
+    n_optimize = 0;
+    CHECK(GB(sched_alloc_graph)(s, g));
+    CHECK(n_optimize == 1);
+    /* (computing this FAKE -> CPU graph is left out: with a CPU graph input feeding FAKE, the
+     * 2026 stock scheduler returned zeros in this harness; see docs/revision-2026.md) */
+
+    GB(sched_free)(s);
+    fake->iface.graph_optimize = NULL;
+    G(free)(ctx);
+    GB(buffer_free)(wbuf);
+    G(free)(wctx);
+}
+
+/* ---------------------------------------------------------------- 2026: meta queries */
+static void test_meta_queries(GB(t) cpu) {
+    CHECK(!GB(is_meta)(cpu));
+    CHECK(!GB(buft_is_meta)(GB(cpu_buffer_type)()));
+    GB(buffer_t) b = GB(buft_alloc_buffer)(GB(cpu_buffer_type)(), 64);
+    CHECK(!GB(buffer_is_meta)(b));
+    GB(buffer_free)(b);
+    const char * mirrored = GB(meta_split_axis_name)(C(BACKEND_SPLIT_AXIS_MIRRORED));
+    CHECK(mirrored != NULL && strcmp(mirrored, "MIRRORED") == 0);
+}
+#endif
+
 int main(void) {
     G(log_set)(on_log, NULL);
     fake_setup();
@@ -446,6 +681,11 @@ int main(void) {
     test_op_offload(fake, cpu);
     test_multi_buffer_usage();
     test_compare_graph_backend(cpu, cpu2);
+#if defined(TEST_API_2026)
+    test_sched_2026(fake, cpu);
+    test_2d_transfers(cpu);
+    test_meta_queries(cpu);
+#endif
     CHECK(n_errors == 0);
 
     GB(free)(fake);

@@ -2,8 +2,19 @@
 # compile from ggml except ggml-backend.cpp and ggml-backend-reg.cpp) as static
 # libraries, from the npm packages extracted by scripts/fetch-hosts.sh.
 #
+# Hosts: a host name is lm or wsp (the package each C test of that prefix runs on) or lm12.
+# Which package a name stands for depends on the revision selected for its prefix:
+#   GGML_RS_REV2026_LM  OFF: lm = llama.rn 0.4.4 (.cache/hosts/lm)
+#                       ON:  lm = cui-llama.rn 1.12.2 (.cache/hosts/cui),
+#                            lm12 = llama.rn 0.12.9 (.cache/hosts/lm12), a second lm_ host
+#   GGML_RS_REV2026_WSP OFF: wsp = whisper.rn 0.4.3 (.cache/hosts/wsp)
+#                       ON:  wsp = whisper.rn 0.7.4 (.cache/hosts/wsp7)
+# (both default to GGML_RS_REV2026). A 2026 host takes our headers from <include>/<prefix>-2026
+# and keeps ggml-backend-dl.cpp and ggml-backend-meta.cpp (host code, see docs/revision-2026.md)
+# unless GGML_RS_REV2026_LIB_META says the library defines the meta functions.
+#
 # Inputs (set before include() or as cache variables):
-#   GGML_RS_HOSTS_DIR    .cache/hosts (holds lm/package and wsp/package)
+#   GGML_RS_HOSTS_DIR    .cache/hosts (holds <tag>/package for lm, wsp, cui, lm12, wsp7)
 #   GGML_RS_INCLUDE_DIR  root of our headers (default ${PROJECT_SOURCE_DIR}/include);
 #                        <root>/<prefix>/ggml-backend.h and ggml-backend-impl.h
 #                        replace the host's own.
@@ -11,7 +22,9 @@
 #                        from /proc/cpuinfo; override on the command line).
 #
 # Functions:
-#   ggml_rs_stage_host(<lm|wsp>)
+#   ggml_rs_host_ours_available(<host> <out-var>)
+#       TRUE when our headers for the host's revision exist (include/<p>[-2026]/ggml-backend*.h).
+#   ggml_rs_stage_host(<lm|wsp|lm12>)
 #       Copy package/cpp into ${CMAKE_BINARY_DIR}/hosts/<p>/cpp minus
 #       ggml-backend.cpp, ggml-backend-reg.cpp, ggml-backend.h and
 #       ggml-backend-impl.h. Sets in the caller's scope:
@@ -39,6 +52,11 @@ if(NOT DEFINED GGML_RS_HOSTS_DIR)
   set(GGML_RS_HOSTS_DIR "${PROJECT_SOURCE_DIR}/.cache/hosts" CACHE PATH
       "Directory holding the extracted host packages (lm/package, wsp/package)")
 endif()
+option(GGML_RS_REV2026 "Host builds and C tests on the 2026 packages (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4) for both prefixes" OFF)
+option(GGML_RS_REV2026_LM "lm_ hosts/tests on the 2026 revision (cui-llama.rn 1.12.2 + llama.rn 0.12.9)" ${GGML_RS_REV2026})
+option(GGML_RS_REV2026_WSP "wsp_ hosts/tests on the 2026 revision (whisper.rn 0.7.4)" ${GGML_RS_REV2026})
+set(GGML_RS_REV2026_LIB_META "auto" CACHE STRING
+    "Does the library define the 8 ggml-backend-meta.cpp functions (then the 2026 hosts drop meta.cpp)? ON/OFF/auto (auto: nm the static library)")
 if(NOT DEFINED GGML_RS_INCLUDE_DIR)
   set(GGML_RS_INCLUDE_DIR "${PROJECT_SOURCE_DIR}/include" CACHE PATH
       "Root of our replacement headers (<root>/lm, <root>/wsp)")
@@ -81,8 +99,86 @@ set(GGML_RS_BACKEND_FILES
 # package/android/src/main/CMakeLists.txt minus the backend files and minus the
 # llama/whisper/JNI sources.
 # ---------------------------------------------------------------------------
-function(_ggml_rs_host_sources prefix out_sources out_defs out_std out_subdirs)
-  if(prefix STREQUAL "lm")
+# _ggml_rs_host_info(<host> <out-prefix> <out-pkg-tag> <out-rev2026>)
+function(_ggml_rs_host_info host out_prefix out_pkg out_rev)
+  if(host STREQUAL "lm")
+    set(p lm)
+    if(GGML_RS_REV2026_LM)
+      set(tag cui)
+      set(rev ON)
+    else()
+      set(tag lm)
+      set(rev OFF)
+    endif()
+  elseif(host STREQUAL "wsp")
+    set(p wsp)
+    if(GGML_RS_REV2026_WSP)
+      set(tag wsp7)
+      set(rev ON)
+    else()
+      set(tag wsp)
+      set(rev OFF)
+    endif()
+  elseif(host STREQUAL "lm12")
+    set(p lm)
+    set(tag lm12)
+    set(rev ON)
+  else()
+    message(FATAL_ERROR "ggml-backend-rs: unknown host '${host}' (expected lm, wsp or lm12)")
+  endif()
+  set(${out_prefix} "${p}" PARENT_SCOPE)
+  set(${out_pkg} "${tag}" PARENT_SCOPE)
+  set(${out_rev} "${rev}" PARENT_SCOPE)
+endfunction()
+
+# Our header directory for a host: include/<p> (old revision) or include/<p>-2026.
+function(_ggml_rs_host_ours_dir host out)
+  _ggml_rs_host_info(${host} p tag rev)
+  if(rev)
+    set(${out} "${GGML_RS_INCLUDE_DIR}/${p}-2026" PARENT_SCOPE)
+  else()
+    set(${out} "${GGML_RS_INCLUDE_DIR}/${p}" PARENT_SCOPE)
+  endif()
+endfunction()
+
+function(ggml_rs_host_ours_available host out)
+  _ggml_rs_host_ours_dir(${host} ours)
+  if(EXISTS "${ours}/ggml-backend.h" AND EXISTS "${ours}/ggml-backend-impl.h")
+    set(${out} TRUE PARENT_SCOPE)
+  else()
+    set(${out} FALSE PARENT_SCOPE)
+  endif()
+endfunction()
+
+# Does the library define ggml-backend-meta.cpp's functions (for prefix p)? Then the 2026 host
+# must not compile meta.cpp as well (duplicate definitions).
+function(_ggml_rs_lib_has_meta p out)
+  set(v "${GGML_RS_REV2026_LIB_META}")
+  if(v STREQUAL "auto")
+    set(v OFF)
+    if(DEFINED GGML_RS_STATIC_LIB AND EXISTS "${GGML_RS_STATIC_LIB}")
+      find_program(GGML_RS_NM NAMES nm llvm-nm)
+      if(GGML_RS_NM)
+        execute_process(COMMAND "${GGML_RS_NM}" -g --defined-only "${GGML_RS_STATIC_LIB}"
+                        OUTPUT_VARIABLE syms ERROR_QUIET)
+        if(syms MATCHES " T ${p}_ggml_backend_buffer_is_meta\n")
+          set(v ON)
+        endif()
+      endif()
+    endif()
+  endif()
+  set(${out} ${v} PARENT_SCOPE)
+endfunction()
+
+# ---------------------------------------------------------------------------
+# Per-host source lists (relative to package/cpp), from
+# package/android/src/main/CMakeLists.txt (llama.rn >= 0.12 / cui-llama.rn: its rnllama/
+# CMakeLists.txt) minus the backend files and minus the llama/whisper/JNI sources.
+# ---------------------------------------------------------------------------
+function(_ggml_rs_host_sources host out_sources out_defs out_std out_subdirs)
+  _ggml_rs_host_info(${host} prefix tag rev)
+  _ggml_rs_host_pkg_dir(${host} pkgdir)
+  if(tag STREQUAL "lm")
     set(srcs
         ggml.c ggml-aarch64.c ggml-alloc.c ggml-cpu.c ggml-cpu.cpp
         ggml-cpu-aarch64.c ggml-cpu-quants.c ggml-opt.cpp ggml-threading.cpp
@@ -90,7 +186,7 @@ function(_ggml_rs_host_sources prefix out_sources out_defs out_std out_subdirs)
     set(defs "")
     set(std 11)
     set(subdirs "")
-  elseif(prefix STREQUAL "wsp")
+  elseif(tag STREQUAL "wsp")
     set(srcs
         ggml.c ggml-alloc.c
         ggml-cpu/amx/amx.cpp ggml-cpu/amx/mmq.cpp
@@ -108,8 +204,39 @@ function(_ggml_rs_host_sources prefix out_sources out_defs out_std out_subdirs)
     endif()
     set(std 17)
     set(subdirs ggml-cpu)
-  else()
-    message(FATAL_ERROR "ggml-backend-rs: unknown host prefix '${prefix}' (expected lm or wsp)")
+  elseif(tag STREQUAL "cui" OR tag STREQUAL "lm12")
+    # rnllama/CMakeLists.txt: the core ggml files + globbed ggml-cpu/*.c, *.cpp, amx/*.cpp
+    set(srcs ggml.c ggml-alloc.c ggml-backend-dl.cpp ggml-backend-meta.cpp ggml-opt.cpp
+        ggml-threading.cpp ggml-quants.c gguf.cpp)
+    file(GLOB cpu RELATIVE "${pkgdir}" "${pkgdir}/ggml-cpu/*.c" "${pkgdir}/ggml-cpu/*.cpp"
+         "${pkgdir}/ggml-cpu/amx/*.cpp")
+    list(SORT cpu)
+    list(APPEND srcs ${cpu})
+    set(defs LM_GGML_USE_CPU LM_GGML_USE_CPU_REPACK)
+    set(std 17)
+    set(subdirs ggml-cpu)
+  elseif(tag STREQUAL "wsp7")
+    # whisper.rn 0.7.4 android/src/main/CMakeLists.txt
+    set(srcs
+        ggml.c ggml.cpp ggml-alloc.c ggml-backend-meta.cpp ggml-backend-dl.cpp
+        ggml-cpu/amx/amx.cpp ggml-cpu/amx/mmq.cpp
+        ggml-cpu/ggml-cpu.c ggml-cpu/ggml-cpu.cpp ggml-cpu/quants.c
+        ggml-cpu/traits.cpp ggml-cpu/repack.cpp ggml-cpu/unary-ops.cpp
+        ggml-cpu/binary-ops.cpp ggml-cpu/vec.cpp ggml-cpu/ops.cpp
+        ggml-opt.cpp ggml-threading.cpp ggml-quants.c gguf.cpp)
+    set(defs WSP_GGML_USE_CPU WSP_GGML_USE_CPU_REPACK)
+    set(std 17)
+    set(subdirs ggml-cpu)
+  endif()
+  if(rev)
+    string(TOUPPER "${prefix}" P)
+    if(GGML_RS_HOST_ARCH STREQUAL "generic")
+      list(APPEND defs ${P}_GGML_CPU_GENERIC)
+    else()
+      list(APPEND srcs
+           ggml-cpu/arch/${GGML_RS_HOST_ARCH}/quants.c
+           ggml-cpu/arch/${GGML_RS_HOST_ARCH}/repack.cpp)
+    endif()
   endif()
   set(${out_sources} "${srcs}" PARENT_SCOPE)
   set(${out_defs} "${defs}" PARENT_SCOPE)
@@ -117,8 +244,22 @@ function(_ggml_rs_host_sources prefix out_sources out_defs out_std out_subdirs)
   set(${out_subdirs} "${subdirs}" PARENT_SCOPE)
 endfunction()
 
-function(_ggml_rs_host_pkg_dir prefix out)
-  set(dir "${GGML_RS_HOSTS_DIR}/${prefix}/package/cpp")
+# The files our layer replaces for a host (never compiled into, nor reachable from, an "ours" core).
+function(_ggml_rs_host_replaced host out)
+  _ggml_rs_host_info(${host} p tag rev)
+  set(files ${GGML_RS_BACKEND_FILES})
+  if(rev)
+    _ggml_rs_lib_has_meta(${p} has_meta)
+    if(has_meta)
+      list(APPEND files ggml-backend-meta.cpp)
+    endif()
+  endif()
+  set(${out} "${files}" PARENT_SCOPE)
+endfunction()
+
+function(_ggml_rs_host_pkg_dir host out)
+  _ggml_rs_host_info(${host} p tag rev)
+  set(dir "${GGML_RS_HOSTS_DIR}/${tag}/package/cpp")
   if(NOT EXISTS "${dir}/ggml.h")
     message(FATAL_ERROR
       "ggml-backend-rs: host sources not found at ${dir}.\n"
@@ -139,16 +280,26 @@ function(_ggml_rs_core_flags target std defs)
   target_compile_definitions(${target} PRIVATE
       NDEBUG ${defs} $<$<COMPILE_LANGUAGE:C>:_GNU_SOURCE>)
   target_link_libraries(${target} INTERFACE pthread dl m)
+  # every C test / driver linking a 2026 core is compiled for that revision (test_prefix.h)
+  get_target_property(host ${target} GGML_RS_HOST)
+  if(host)
+    _ggml_rs_host_info(${host} p tag rev)
+    if(rev)
+      target_compile_definitions(${target} INTERFACE TEST_REV2026=1)
+    endif()
+  endif()
 endfunction()
 
 # ---------------------------------------------------------------------------
 # Staging
 # ---------------------------------------------------------------------------
-function(ggml_rs_stage_host prefix)
-  string(TOUPPER "${prefix}" P)
-  _ggml_rs_host_pkg_dir(${prefix} src)
-  _ggml_rs_host_sources(${prefix} _srcs _defs _std _subdirs)
-  set(dst "${CMAKE_BINARY_DIR}/hosts/${prefix}/cpp")
+function(ggml_rs_stage_host host)
+  string(TOUPPER "${host}" P)
+  _ggml_rs_host_pkg_dir(${host} src)
+  _ggml_rs_host_sources(${host} _srcs _defs _std _subdirs)
+  _ggml_rs_host_replaced(${host} replaced)
+  _ggml_rs_host_info(${host} prefix tag rev)
+  set(dst "${CMAKE_BINARY_DIR}/hosts/${host}/cpp")
 
   # Copy every C/C++ source and header (skip Metal / Obj-C / CoreML bits);
   # configure_file(COPYONLY) only rewrites changed files and re-runs CMake
@@ -157,7 +308,7 @@ function(ggml_rs_stage_host prefix)
        "${src}/*.h" "${src}/*.hpp" "${src}/*.inc" "${src}/*.c" "${src}/*.cpp")
   foreach(f IN LISTS files)
     get_filename_component(name "${f}" NAME)
-    if(name IN_LIST GGML_RS_BACKEND_FILES)
+    if(name IN_LIST replaced)
       continue()
     endif()
     configure_file("${src}/${f}" "${dst}/${f}" COPYONLY)
@@ -167,7 +318,7 @@ function(ggml_rs_stage_host prefix)
   file(GLOB_RECURSE maybe_stale "${dst}/ggml-backend*")
   foreach(x IN LISTS maybe_stale)
     get_filename_component(xn "${x}" NAME)
-    if(xn IN_LIST GGML_RS_BACKEND_FILES)
+    if(xn IN_LIST replaced)
       file(REMOVE "${x}")
     endif()
   endforeach()
@@ -177,12 +328,12 @@ function(ggml_rs_stage_host prefix)
     list(APPEND staged_inc "${dst}/${sd}")
   endforeach()
 
-  set(ours "${GGML_RS_INCLUDE_DIR}/${prefix}")
+  _ggml_rs_host_ours_dir(${host} ours)
   foreach(h ggml-backend.h ggml-backend-impl.h)
     if(NOT EXISTS "${ours}/${h}")
       message(FATAL_ERROR
         "ggml-backend-rs: ${ours}/${h} is missing; it replaces the host's own "
-        "${h} and is required to build the ${prefix} host core.")
+        "${h} and is required to build the ${host} host core (${tag}).")
     endif()
   endforeach()
 
@@ -194,22 +345,29 @@ endfunction()
 # ---------------------------------------------------------------------------
 # Core built against our headers (static / shared link mode)
 # ---------------------------------------------------------------------------
-function(ggml_rs_add_host_core prefix mode)
+function(ggml_rs_add_host_core host mode)
+  string(TOUPPER "${host}" H)
+  _ggml_rs_host_info(${host} prefix tag rev)
   string(TOUPPER "${prefix}" P)
   if(NOT mode MATCHES "^(static|shared)$")
     message(FATAL_ERROR "ggml_rs_add_host_core: mode must be static or shared, got '${mode}'")
   endif()
-  set(target ${prefix}_core_${mode})
+  set(target ${host}_core_${mode})
   if(TARGET ${target})
     return()
   endif()
 
-  ggml_rs_stage_host(${prefix})
-  set(inc "${GGML_RS_${P}_INCLUDE_DIRS}")
-  _ggml_rs_host_sources(${prefix} srcs defs std subdirs)
-  list(TRANSFORM srcs PREPEND "${GGML_RS_${P}_STAGED_DIR}/")
+  ggml_rs_stage_host(${host})
+  set(inc "${GGML_RS_${H}_INCLUDE_DIRS}")
+  _ggml_rs_host_sources(${host} srcs defs std subdirs)
+  _ggml_rs_host_replaced(${host} replaced)
+  foreach(r IN LISTS replaced)
+    list(REMOVE_ITEM srcs ${r})
+  endforeach()
+  list(TRANSFORM srcs PREPEND "${GGML_RS_${H}_STAGED_DIR}/")
 
   add_library(${target} STATIC ${srcs})
+  set_target_properties(${target} PROPERTIES GGML_RS_HOST "${host}")
   _ggml_rs_core_flags(${target} ${std} "${defs}")
   target_include_directories(${target} BEFORE PUBLIC ${inc})
   if(mode STREQUAL "shared")
@@ -222,22 +380,23 @@ function(ggml_rs_add_host_core prefix mode)
       GGML_RS_INCLUDE_DIRS "${inc}")
 
   # Forward the staging variables to the caller.
-  set(GGML_RS_${P}_STAGED_DIR "${GGML_RS_${P}_STAGED_DIR}" PARENT_SCOPE)
-  set(GGML_RS_${P}_STAGED_INCLUDE_DIRS "${GGML_RS_${P}_STAGED_INCLUDE_DIRS}" PARENT_SCOPE)
-  set(GGML_RS_${P}_INCLUDE_DIRS "${inc}" PARENT_SCOPE)
+  set(GGML_RS_${H}_STAGED_DIR "${GGML_RS_${H}_STAGED_DIR}" PARENT_SCOPE)
+  set(GGML_RS_${H}_STAGED_INCLUDE_DIRS "${GGML_RS_${H}_STAGED_INCLUDE_DIRS}" PARENT_SCOPE)
+  set(GGML_RS_${H}_INCLUDE_DIRS "${inc}" PARENT_SCOPE)
 endfunction()
 
 # ---------------------------------------------------------------------------
 # Stock core: the host exactly as shipped (with its own backend files).
 # ---------------------------------------------------------------------------
-function(ggml_rs_add_host_core_stock prefix)
-  string(TOUPPER "${prefix}" P)
-  set(target ${prefix}_core_stock)
+function(ggml_rs_add_host_core_stock host)
+  string(TOUPPER "${host}" P)
+  _ggml_rs_host_info(${host} prefix tag rev)
+  set(target ${host}_core_stock)
   if(TARGET ${target})
     return()
   endif()
-  _ggml_rs_host_pkg_dir(${prefix} src)
-  _ggml_rs_host_sources(${prefix} srcs defs std subdirs)
+  _ggml_rs_host_pkg_dir(${host} src)
+  _ggml_rs_host_sources(${host} srcs defs std subdirs)
   list(APPEND srcs ggml-backend.cpp ggml-backend-reg.cpp)
   list(TRANSFORM srcs PREPEND "${src}/")
   set(inc "${src}")
@@ -246,6 +405,7 @@ function(ggml_rs_add_host_core_stock prefix)
   endforeach()
 
   add_library(${target} STATIC EXCLUDE_FROM_ALL ${srcs})
+  set_target_properties(${target} PROPERTIES GGML_RS_HOST "${host}")
   _ggml_rs_core_flags(${target} ${std} "${defs}")
   target_include_directories(${target} PUBLIC ${inc})
   set_target_properties(${target} PROPERTIES
@@ -259,15 +419,27 @@ endfunction()
 # Core without ggml-cpu (ggml.c, ggml-alloc.c, quants, threading): a C program on this core and
 # the library computes with the library's SIMD backend, which then is the CPU device.
 # ---------------------------------------------------------------------------
-function(ggml_rs_add_host_core_nocpu prefix)
-  string(TOUPPER "${prefix}" P)
-  set(target ${prefix}_core_nocpu)
+function(ggml_rs_add_host_core_nocpu host)
+  string(TOUPPER "${host}" P)
+  _ggml_rs_host_info(${host} prefix tag rev)
+  set(target ${host}_core_nocpu)
   if(TARGET ${target})
     return()
   endif()
-  ggml_rs_stage_host(${prefix})
+  ggml_rs_stage_host(${host})
   set(inc "${GGML_RS_${P}_INCLUDE_DIRS}")
-  if(prefix STREQUAL "lm")
+  _ggml_rs_host_replaced(${host} replaced)
+  if(rev)
+    # 2026: ggml core without ggml-cpu (meta.cpp unless the library has it; dl.cpp is unused)
+    set(srcs ggml.c ggml-alloc.c ggml-threading.cpp ggml-quants.c gguf.cpp)
+    if(tag STREQUAL "wsp7")
+      list(APPEND srcs ggml.cpp)
+    endif()
+    if(NOT "ggml-backend-meta.cpp" IN_LIST replaced)
+      list(APPEND srcs ggml-backend-meta.cpp)
+    endif()
+    set(std 17)
+  elseif(prefix STREQUAL "lm")
     set(srcs ggml.c ggml-aarch64.c ggml-alloc.c ggml-threading.cpp ggml-quants.c)
     set(std 11)
   else()
@@ -276,6 +448,7 @@ function(ggml_rs_add_host_core_nocpu prefix)
   endif()
   list(TRANSFORM srcs PREPEND "${GGML_RS_${P}_STAGED_DIR}/")
   add_library(${target} STATIC ${srcs})
+  set_target_properties(${target} PROPERTIES GGML_RS_HOST "${host}")
   _ggml_rs_core_flags(${target} ${std} "")
   target_include_directories(${target} BEFORE PUBLIC ${inc})
 endfunction()

@@ -48,11 +48,7 @@ static struct G(context) * new_ctx(size_t n_tensors) {
 }
 
 static GB(sched_t) new_sched(GB(t) * backends, int n, size_t graph_size, bool parallel) {
-#if defined(TEST_PREFIX_WSP)
-    return GB(sched_new)(backends, NULL, n, graph_size, parallel, true);
-#else
-    return GB(sched_new)(backends, NULL, n, graph_size, parallel);
-#endif
+    return TEST_SCHED_NEW(GB(sched_new), backends, NULL, n, graph_size, parallel, true);
 }
 
 #define N 37
@@ -280,7 +276,7 @@ int main(void) {
         get_f32(G(graph_node)(cp.graph, 0)->src[0], got);
         CHECK(memcmp(got, xv, sizeof(got)) == 0);
         GB(graph_copy_free)(cp);
-        CHECK(GB(compare_graph_backend)(cpu, cpu_worker, g, NULL, NULL) == false);
+        CHECK(TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, cpu_worker, g, NULL, NULL) == false);
         EXPECT_LOG("callback");
         G(free)(ctx);
         GB(buffer_free)(buf);

@@ -40,11 +40,7 @@ int main(void) {
 
     /* through the scheduler, as an app does */
     GB(sched_t) sched;
-#if defined(TEST_PREFIX_WSP)
-    sched = GB(sched_new)(&be, NULL, 1, 64, false, true);
-#else
-    sched = GB(sched_new)(&be, NULL, 1, 64, false);
-#endif
+    sched = TEST_SCHED_NEW(GB(sched_new), &be, NULL, 1, 64, false, true);
     CHECK(sched != NULL);
     GB(buffer_t) wbuf = G(backend_alloc_ctx_tensors)(ctx, be); /* w and x: leafs with data */
     CHECK(wbuf != NULL);

@@ -89,11 +89,7 @@ static struct G(context) * new_ctx(size_t n_tensors) {
 }
 
 static GB(sched_t) new_sched(GB(t) * backends, int n, size_t graph_size, bool parallel) {
-#if defined(TEST_PREFIX_WSP)
-    return GB(sched_new)(backends, NULL, n, graph_size, parallel, true);
-#else
-    return GB(sched_new)(backends, NULL, n, graph_size, parallel);
-#endif
+    return TEST_SCHED_NEW(GB(sched_new), backends, NULL, n, graph_size, parallel, true);
 }
 
 /* ------------------------------------------------------------------ STREAM: a fake async device */

@@ -1,20 +1,15 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
 use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
-use crate::buffer::CpuStatics;
-use crate::host::HostFns;
-use crate::registry::Registry;
-use once_cell::sync::Lazy;
 
 /// Marker for the llama.rn 0.4.4 revision.
 pub struct Lm;
 
-static STATICS: Lazy<CpuStatics<Lm>> = Lazy::new(CpuStatics::new);
-static REGISTRY: Lazy<Registry<Lm>> = Lazy::new(Registry::new);
-static SIMD: Lazy<crate::simd::backend::SimdStatics<Lm>> = Lazy::new(crate::simd::backend::SimdStatics::new);
-static HOST: Lazy<HostFns<Lm>> = Lazy::new(|| HostFns::load(crate::host::sym_lm, crate::host::LOG_LM));
+#[cfg(feature = "simd")]
+static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Lm>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
 
 impl Rev for Lm {
+    const SLOT: usize = 0;
     const PREFIX: &'static str = "lm_";
     const ENV_PREFIX: &'static str = "LM_";
     const CASE_INSENSITIVE_NAMES: bool = false;
@@ -53,6 +48,8 @@ impl Rev for Lm {
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX
     const INPLACE_OPS: &'static [i32] = &[29, 41, 40, 2, 3, 5, 6, 7, 8, 9, 10, 69, 44, 23, 42];
 
+    super::layout_before_2026!();
+
     type InitRet = ();
     type RegHeader = ();
     type UseCounts = ();
@@ -71,6 +68,7 @@ impl Rev for Lm {
             use_counts: (),
             visited_hash_set: HashSet { size: 0, used: std::ptr::null_mut(), keys: std::ptr::null_mut() },
             order: g.order,
+            uid: (),
         }
     }
     fn init_status(_ret: ()) -> Status {
@@ -80,15 +78,7 @@ impl Rev for Lm {
     fn reg_api_version(_reg: &Reg<Self>) -> Option<i32> {
         None
     }
-    fn statics() -> &'static CpuStatics<Self> {
-        &STATICS
-    }
-    fn registry() -> &'static Registry<Self> {
-        &REGISTRY
-    }
-    fn host() -> &'static HostFns<Self> {
-        &HOST
-    }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }

@@ -6,14 +6,19 @@
 //! `tests_c/layout.c` + `tests/layout.rs`, not assumed.
 
 pub mod lm;
+pub mod rev2026;
 pub mod types;
 pub mod wsp;
 
 use std::ffi::{c_char, c_void};
 
 pub use lm::Lm;
+pub use rev2026::{Lm26, Wsp26};
 pub use types::type_traits;
 pub use wsp::Wsp;
+
+/// How many revisions the crate knows (each has a distinct `Rev::SLOT` below this).
+pub const REV_SLOTS: usize = 4;
 
 pub const MAX_DIMS: usize = 4;
 pub const MAX_SRC: usize = 10;
@@ -59,7 +64,6 @@ pub const TENSOR_FLAG_OUTPUT: i32 = 2;
 pub type DevType = i32;
 pub const DEV_TYPE_CPU: DevType = 0;
 pub const DEV_TYPE_GPU: DevType = 1;
-pub const DEV_TYPE_ACCEL: DevType = 2;
 
 /// Ids of the `enum ggml_op` entries the library acts on, which the two revisions number differently.
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +99,8 @@ pub const UNARY_SILU: i32 = 10;
 
 /// What differs between the two ggml revisions. Implemented by the zero-sized markers [`Lm`] and [`Wsp`].
 pub trait Rev: 'static + Sized + Send + Sync {
+    /// This revision's index among the compiled ones: its slot in every `per_rev::PerRev`.
+    const SLOT: usize;
     /// Symbol prefix, e.g. `"lm_"`.
     const PREFIX: &'static str;
     /// Macro prefix used for environment variables, e.g. `"LM_"`.
@@ -118,6 +124,12 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool;
     /// wsp's `sched_synchronize` rewinds the pipeline copy index when no graph is allocated; lm keeps it.
     const SCHED_SYNC_RESETS_COPY: bool;
+    /// `GGML_BACKEND_DEVICE_TYPE_ACCEL` (2; 3 in 2026, after the new `IGPU`).
+    const DEV_TYPE_ACCEL: DevType;
+    const DEV_TYPE_IGPU: Option<DevType>;
+    /// Stock starts a new split when the current one already has this many inputs to copy
+    /// (`GGML_SCHED_MAX_SPLIT_INPUTS`: 10, in 2026 an initial capacity of 30).
+    const SPLIT_INPUTS_SOFT_LIMIT: usize;
     /// Ops whose result the graph allocator may write over a dying parent's memory
     /// (ggml-alloc's `op_can_inplace`; wsp adds the `*_BACK` ops).
     const INPLACE_OPS: &'static [i32];
@@ -130,6 +142,30 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// Extra field of `struct ggml_cgraph` after `leafs`: nothing in lm, `int32_t * use_counts` in wsp.
     type UseCounts: Copy + 'static;
 
+    /// The 2-D transfer slots `ggml_backend_buffer_i` gains after `get_tensor` (2026; `()` before).
+    type Buffer2d: Copy + 'static;
+    const BUFFER_2D_NONE: Self::Buffer2d;
+    /// The async 2-D slots `ggml_backend_i` gains after `get_tensor_async` (2026; `()` before).
+    type Backend2d: Copy + 'static;
+    const BACKEND_2D_NONE: Self::Backend2d;
+    /// `ggml_backend_i.graph_optimize`, appended in 2026 (`()` before).
+    type GraphOptimize: Copy + 'static;
+    const GRAPH_OPTIMIZE_NONE: Self::GraphOptimize;
+    /// `ggml_cgraph.uid` (2026; `()` before).
+    type GraphUid: Copy + 'static;
+    const GRAPH_UID_NONE: Self::GraphUid;
+    /// `ggml_backend_dev_props.device_id` (2026; `()` before) and the caps' `mmap_support` (2026:
+    /// written, never read, as llama.rn 0.12.9 lacks it and its byte is padding there).
+    type DeviceId: Copy + 'static;
+    type CapsExtra: Copy + 'static;
+    const DEVICE_ID_NONE: Self::DeviceId;
+    fn caps_extra(mmap_support: bool) -> Self::CapsExtra;
+
+    fn buffer_2d(i: &BufferI<Self>) -> Option<&Buffer2d<Self>>;
+    fn backend_2d(i: &BackendI<Self>) -> Option<&Backend2d<Self>>;
+    fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizeFn<Self>>;
+    fn set_graph_uid(g: &mut CGraph<Self>, uid: u64);
+
     fn init_ret(status: Status) -> Self::InitRet;
     /// `ggml_graph_view`: lm offsets the gradients and drops the visited set; wsp keeps the
     /// visited set and use counts (ggml-cpu reads them) and drops the gradients.
@@ -138,11 +174,8 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn reg_header() -> Self::RegHeader;
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
 
-    /// Per-revision statics (generic statics do not exist in Rust).
-    fn statics() -> &'static crate::buffer::CpuStatics<Self>;
-    fn registry() -> &'static crate::registry::Registry<Self>;
-    /// The host's functions this library may call, found through weak references.
-    fn host() -> &'static crate::host::HostFns<Self>;
+    /// The simd statics still live here until the SIMD backend keeps its own (`per_rev`).
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self>;
 }
 
@@ -233,6 +266,7 @@ pub struct CGraph<R: Rev> {
     pub use_counts: R::UseCounts,
     pub visited_hash_set: HashSet<R>,
     pub order: i32,
+    pub uid: R::GraphUid,
 }
 
 pub type GraphPlan = *mut c_void;
@@ -266,6 +300,7 @@ pub struct BufferI<R: Rev> {
     pub memset_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>, u8, usize, usize)>,
     pub set_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>, *const c_void, usize, usize)>,
     pub get_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mut c_void, usize, usize)>,
+    pub tensor_2d: R::Buffer2d,
     pub cpy_tensor: Option<unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mut Tensor<R>) -> bool>,
     pub clear: Option<unsafe extern "C" fn(*mut Buffer<R>, u8)>,
     pub reset: Option<unsafe extern "C" fn(*mut Buffer<R>)>,
@@ -279,6 +314,7 @@ impl<R: Rev> BufferI<R> {
         memset_tensor: None,
         set_tensor: None,
         get_tensor: None,
+        tensor_2d: R::BUFFER_2D_NONE,
         cpy_tensor: None,
         clear: None,
         reset: None,
@@ -302,6 +338,7 @@ pub struct BackendI<R: Rev> {
     pub free: Option<unsafe extern "C" fn(*mut Backend<R>)>,
     pub set_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Tensor<R>, *const c_void, usize, usize)>,
     pub get_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *const Tensor<R>, *mut c_void, usize, usize)>,
+    pub tensor_2d_async: R::Backend2d,
     pub cpy_tensor_async: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Backend<R>, *const Tensor<R>, *mut Tensor<R>) -> bool>,
     pub synchronize: Option<unsafe extern "C" fn(*mut Backend<R>)>,
     pub graph_plan_create: Option<unsafe extern "C" fn(*mut Backend<R>, *const CGraph<R>) -> GraphPlan>,
@@ -311,6 +348,28 @@ pub struct BackendI<R: Rev> {
     pub graph_compute: Option<unsafe extern "C" fn(*mut Backend<R>, *mut CGraph<R>) -> Status>,
     pub event_record: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Event<R>)>,
     pub event_wait: Option<unsafe extern "C" fn(*mut Backend<R>, *mut Event<R>)>,
+    pub graph_optimize: R::GraphOptimize,
+}
+
+/// `set_tensor_2d(buffer, tensor, data, offset, size, n_copies, stride_tensor, stride_data)`.
+pub type Set2dFn<R> = unsafe extern "C" fn(*mut Buffer<R>, *mut Tensor<R>, *const c_void, usize, usize, usize, usize, usize);
+pub type Get2dFn<R> = unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mut c_void, usize, usize, usize, usize, usize);
+pub type Set2dAsyncFn<R> = unsafe extern "C" fn(*mut Backend<R>, *mut Tensor<R>, *const c_void, usize, usize, usize, usize, usize);
+pub type Get2dAsyncFn<R> = unsafe extern "C" fn(*mut Backend<R>, *const Tensor<R>, *mut c_void, usize, usize, usize, usize, usize);
+pub type GraphOptimizeFn<R> = unsafe extern "C" fn(*mut Backend<R>, *mut CGraph<R>);
+
+/// The two slots the 2026 revision inserts into `ggml_backend_buffer_i` after `get_tensor`.
+#[repr(C)]
+pub struct Buffer2d<R: Rev> {
+    pub set_tensor_2d: Option<Set2dFn<R>>,
+    pub get_tensor_2d: Option<Get2dFn<R>>,
+}
+
+/// The two slots the 2026 revision inserts into `ggml_backend_i` after `get_tensor_async`.
+#[repr(C)]
+pub struct Backend2d<R: Rev> {
+    pub set_tensor_2d_async: Option<Set2dAsyncFn<R>>,
+    pub get_tensor_2d_async: Option<Get2dAsyncFn<R>>,
 }
 
 /// `ggml_guid`: 16 bytes; `ggml_guid_t` points at one.
@@ -342,14 +401,15 @@ pub struct DevCaps {
 }
 
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct DevProps {
+pub struct DevProps<R: Rev> {
     pub name: *const c_char,
     pub description: *const c_char,
     pub memory_free: usize,
     pub memory_total: usize,
     pub type_: DevType,
+    pub device_id: R::DeviceId,
     pub caps: DevCaps,
+    pub caps_extra: R::CapsExtra,
 }
 
 #[repr(C)]
@@ -358,7 +418,7 @@ pub struct DeviceI<R: Rev> {
     pub get_description: Option<unsafe extern "C" fn(*mut Device<R>) -> *const c_char>,
     pub get_memory: Option<unsafe extern "C" fn(*mut Device<R>, *mut usize, *mut usize)>,
     pub get_type: Option<unsafe extern "C" fn(*mut Device<R>) -> DevType>,
-    pub get_props: Option<unsafe extern "C" fn(*mut Device<R>, *mut DevProps)>,
+    pub get_props: Option<unsafe extern "C" fn(*mut Device<R>, *mut DevProps<R>)>,
     pub init_backend: Option<unsafe extern "C" fn(*mut Device<R>, *const c_char) -> *mut Backend<R>>,
     pub get_buffer_type: Option<unsafe extern "C" fn(*mut Device<R>) -> *mut BufferType<R>>,
     pub get_host_buffer_type: Option<unsafe extern "C" fn(*mut Device<R>) -> *mut BufferType<R>>,
@@ -410,6 +470,38 @@ pub type SchedEvalCallback<R> = Option<unsafe extern "C" fn(*mut Tensor<R>, bool
 pub type CompareCallback<R> = Option<unsafe extern "C" fn(i32, *mut Tensor<R>, *mut Tensor<R>, *mut c_void) -> bool>;
 pub mod vtable;
 
+/// The `Rev` items of the layouts before 2026, which have none of the 2026 slots and fields.
+macro_rules! layout_before_2026 {
+    () => {
+        const SPLIT_INPUTS_SOFT_LIMIT: usize = 10;
+        const DEV_TYPE_ACCEL: $crate::abi::DevType = 2;
+        const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;
+        type Buffer2d = ();
+        const BUFFER_2D_NONE: () = ();
+        type Backend2d = ();
+        const BACKEND_2D_NONE: () = ();
+        type GraphOptimize = ();
+        const GRAPH_OPTIMIZE_NONE: () = ();
+        type GraphUid = ();
+        const GRAPH_UID_NONE: () = ();
+        type DeviceId = ();
+        type CapsExtra = ();
+        const DEVICE_ID_NONE: () = ();
+        fn caps_extra(_mmap_support: bool) {}
+        fn buffer_2d(_i: &$crate::abi::BufferI<Self>) -> Option<&$crate::abi::Buffer2d<Self>> {
+            None
+        }
+        fn backend_2d(_i: &$crate::abi::BackendI<Self>) -> Option<&$crate::abi::Backend2d<Self>> {
+            None
+        }
+        fn graph_optimize(_i: &$crate::abi::BackendI<Self>) -> Option<$crate::abi::GraphOptimizeFn<Self>> {
+            None
+        }
+        fn set_graph_uid(_g: &mut $crate::abi::CGraph<Self>, _uid: u64) {}
+    };
+}
+pub(crate) use layout_before_2026;
+
 /// `derive(Clone, Copy)` would require `R: Copy`; these structs are plain pointers whatever `R` is.
 macro_rules! impl_copy {
     ($($t:ident),*) => {$(
@@ -421,4 +513,4 @@ macro_rules! impl_copy {
         impl<R: Rev> Copy for $t<R> {}
     )*};
 }
-impl_copy!(HashSet, CGraph, BufferTypeI, BufferI, BackendI, DeviceI, RegI);
+impl_copy!(HashSet, CGraph, BufferTypeI, BufferI, BackendI, DeviceI, RegI, Buffer2d, Backend2d, DevProps);

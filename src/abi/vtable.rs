@@ -154,6 +154,29 @@ impl<R: Rev> Buffer<R> {
         unsafe { f(self.me(), t, data, offset, size) };
         Ok(())
     }
+    /// The 2026 `set_tensor_2d` slot; `false` when the revision or the buffer has none.
+    #[allow(clippy::too_many_arguments)]
+    pub fn set_tensor_2d(&self, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize, n: usize, st: usize, sd: usize) -> bool {
+        match R::buffer_2d(&self.iface).and_then(|s| s.set_tensor_2d) {
+            Some(f) => {
+                // SAFETY: as above; the whole span was range-checked by the caller.
+                unsafe { f(self.me(), t, data, offset, size, n, st, sd) };
+                true
+            }
+            None => false,
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_tensor_2d(&self, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize, n: usize, st: usize, sd: usize) -> bool {
+        match R::buffer_2d(&self.iface).and_then(|s| s.get_tensor_2d) {
+            Some(f) => {
+                // SAFETY: as above.
+                unsafe { f(self.me(), t, data, offset, size, n, st, sd) };
+                true
+            }
+            None => false,
+        }
+    }
     pub fn get_tensor(&self, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> Result<()> {
         let f = call!(self.iface, get_tensor, "buffer");
         // SAFETY: as above.
@@ -207,6 +230,40 @@ impl<R: Rev> Backend<R> {
             Some(f) => {
                 // SAFETY: as above; range checked by the caller.
                 unsafe { f(self.me(), t, data, offset, size) };
+                true
+            }
+            None => false,
+        }
+    }
+    /// The 2026 async 2-D slots; `false` when the revision or the backend has none.
+    #[allow(clippy::too_many_arguments)]
+    pub fn set_tensor_2d_async(&self, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize, n: usize, st: usize, sd: usize) -> bool {
+        match R::backend_2d(&self.iface).and_then(|s| s.set_tensor_2d_async) {
+            Some(f) => {
+                // SAFETY: as above; the whole span was range-checked by the caller.
+                unsafe { f(self.me(), t, data, offset, size, n, st, sd) };
+                true
+            }
+            None => false,
+        }
+    }
+    #[allow(clippy::too_many_arguments)]
+    pub fn get_tensor_2d_async(&self, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize, n: usize, st: usize, sd: usize) -> bool {
+        match R::backend_2d(&self.iface).and_then(|s| s.get_tensor_2d_async) {
+            Some(f) => {
+                // SAFETY: as above.
+                unsafe { f(self.me(), t, data, offset, size, n, st, sd) };
+                true
+            }
+            None => false,
+        }
+    }
+    /// The 2026 `graph_optimize` slot, run on a split before it is allocated; `false` when absent.
+    pub fn graph_optimize(&self, g: *mut CGraph<R>) -> bool {
+        match R::graph_optimize(&self.iface) {
+            Some(f) => {
+                // SAFETY: as above; g is a live graph (view) of the caller.
+                unsafe { f(self.me(), g) };
                 true
             }
             None => false,
@@ -294,7 +351,7 @@ impl<R: Rev> Device<R> {
         // SAFETY: as above.
         Ok(unsafe { f(self.me()) })
     }
-    pub fn props(&self, out: &mut DevProps) -> Result<()> {
+    pub fn props(&self, out: &mut DevProps<R>) -> Result<()> {
         let f = call!(self.iface, get_props, "device");
         // SAFETY: as above; out is a valid props struct.
         unsafe { f(self.me(), out) };

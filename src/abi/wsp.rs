@@ -1,20 +1,15 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
 use super::{OpIds, CGraph, Reg, Rev, Status};
-use crate::buffer::CpuStatics;
-use crate::host::HostFns;
-use crate::registry::Registry;
-use once_cell::sync::Lazy;
 
 /// Marker for the whisper.rn 0.4.3 revision.
 pub struct Wsp;
 
-static STATICS: Lazy<CpuStatics<Wsp>> = Lazy::new(CpuStatics::new);
-static REGISTRY: Lazy<Registry<Wsp>> = Lazy::new(Registry::new);
-static SIMD: Lazy<crate::simd::backend::SimdStatics<Wsp>> = Lazy::new(crate::simd::backend::SimdStatics::new);
-static HOST: Lazy<HostFns<Wsp>> = Lazy::new(|| HostFns::load(crate::host::sym_wsp, crate::host::LOG_WSP));
+#[cfg(feature = "simd")]
+static SIMD: once_cell::sync::Lazy<crate::simd::backend::SimdStatics<Wsp>> = once_cell::sync::Lazy::new(crate::simd::backend::SimdStatics::new);
 
 impl Rev for Wsp {
+    const SLOT: usize = 1;
     const PREFIX: &'static str = "wsp_";
     const ENV_PREFIX: &'static str = "WSP_";
     const CASE_INSENSITIVE_NAMES: bool = true;
@@ -53,6 +48,8 @@ impl Rev for Wsp {
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX, ROPE_BACK, SILU_BACK, RMS_NORM_BACK, SOFT_MAX_BACK
     const INPLACE_OPS: &'static [i32] = &[30, 43, 42, 2, 3, 5, 6, 7, 8, 9, 10, 77, 46, 23, 44, 47, 21, 24, 45];
 
+    super::layout_before_2026!();
+
     type InitRet = Status;
     type RegHeader = i32;
     type UseCounts = *mut i32;
@@ -72,6 +69,7 @@ impl Rev for Wsp {
             use_counts: g.use_counts,
             visited_hash_set: g.visited_hash_set,
             order: g.order,
+            uid: (),
         }
     }
     fn init_status(ret: Status) -> Status {
@@ -83,15 +81,7 @@ impl Rev for Wsp {
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32> {
         Some(reg.header)
     }
-    fn statics() -> &'static CpuStatics<Self> {
-        &STATICS
-    }
-    fn registry() -> &'static Registry<Self> {
-        &REGISTRY
-    }
-    fn host() -> &'static HostFns<Self> {
-        &HOST
-    }
+    #[cfg(feature = "simd")]
     fn simd() -> &'static crate::simd::backend::SimdStatics<Self> {
         &SIMD
     }

@@ -79,6 +79,30 @@ impl<R: Rev> GraphAlloc<R> {
 
     /// Plans `g` and grows the buffers to fit it (they never shrink, as with ggml-alloc).
     pub fn reserve(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<()> {
+        let sizes = self.plan_sizes(g, node_ids, leaf_ids)?;
+        for (a, size) in sizes.into_iter().enumerate() {
+            self.grow(a, size)?;
+        }
+        self.reserved = Some((g.n_nodes.max(0) as usize, g.n_leafs.max(0) as usize));
+        Ok(())
+    }
+
+    /// The bytes each buffer id would need for `g` (2026's `gallocr_reserve_n_size`), nothing
+    /// allocated; a buffer type listed twice counts at its first id. The plan is `g`'s now, so
+    /// the next graph is planned again.
+    pub fn measure(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<Vec<usize>> {
+        let sizes = self.plan_sizes(g, node_ids, leaf_ids)?;
+        self.reserved = None;
+        Ok((0..self.bufts.len())
+            .map(|id| {
+                let a = self.arena_of[id];
+                if self.arena_of[..id].contains(&a) { 0 } else { sizes[a] }
+            })
+            .collect())
+    }
+
+    /// Plans `g` and places its blocks: the bytes per arena.
+    fn plan_sizes(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<Vec<usize>> {
         self.reserved = None;
         let arenas = Arenas { bufts: &self.bufts, arena_of: &self.arena_of, alignment: &self.alignment };
         self.plan.build(&arenas, g.nodes(), g.leafs(), node_ids, leaf_ids)?;
@@ -122,11 +146,7 @@ impl<R: Rev> GraphAlloc<R> {
             }
             sizes.push(ours);
         }
-        for (a, size) in sizes.into_iter().enumerate() {
-            self.grow(a, size)?;
-        }
-        self.reserved = Some((g.n_nodes.max(0) as usize, g.n_leafs.max(0) as usize));
-        Ok(())
+        Ok(sizes)
     }
 
     fn grow(&mut self, a: usize, size: usize) -> Result<()> {

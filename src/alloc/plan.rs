@@ -137,7 +137,8 @@ impl<R: Rev> Walk<'_, '_, R> {
                 if !pslot.allocated || !parent.view_src.is_null() {
                     continue;
                 }
-                if parent.flags & TENSOR_FLAG_OUTPUT != 0 || !same_layout(t, parent) {
+                // outputs are read after the graph, inputs by a recompute (see `free`)
+                if parent.flags & (TENSOR_FLAG_OUTPUT | TENSOR_FLAG_INPUT) != 0 || !same_layout(t, parent) {
                     continue;
                 }
                 if pslot.n_children == 1 && pslot.n_views == 0 {
@@ -158,8 +159,11 @@ impl<R: Rev> Walk<'_, '_, R> {
     }
 
     fn free(&mut self, p: *mut Tensor<R>, s: usize) {
-        // graph outputs are never given back
-        if obj(p).is_some_and(|t| t.flags & TENSOR_FLAG_OUTPUT != 0) {
+        // Graph outputs are never given back, and neither are graph inputs (unlike ggml-alloc):
+        // the caller's input data must survive the compute, so that computing the same
+        // allocated graph again (after a cancelled compute, say) reads what the caller wrote
+        // rather than whatever a later node left in that memory.
+        if obj(p).is_some_and(|t| t.flags & (TENSOR_FLAG_OUTPUT | TENSOR_FLAG_INPUT) != 0) {
             return;
         }
         let slot = &mut self.plan.slots[s];

@@ -98,7 +98,7 @@ pub fn buffer_reset<R: Rev>(buffer: *mut Buffer<R>) -> Result<()> {
     non_null!(buffer, "buffer").reset();
     Ok(())
 }
-pub fn tensor_copy<R: Rev>(src: *mut Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
+pub fn tensor_copy<R: Rev>(src: *const Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
     buffer::tensor_copy(non_null!(src, "source tensor"), non_null!(dst, "destination tensor"))
 }
 
@@ -130,10 +130,10 @@ pub fn multi_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage
     buffer::multi_buffer_set_usage(b, usage)
 }
 pub fn register<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
-    R::registry().register_backend(reg)
+    crate::registry::registry::<R>().register_backend(reg)
 }
 pub fn device_register<R: Rev>(device: *mut Device<R>) -> Result<()> {
-    R::registry().register_device(device)
+    crate::registry::registry::<R>().register_device(device)
 }
 
 // ---------------------------------------------------------------- backend (stream)
@@ -218,7 +218,7 @@ pub fn supports_buft<R: Rev>(backend: *mut Backend<R>, buft: *mut BufferType<R>)
 pub fn offload_op<R: Rev>(backend: *mut Backend<R>, op: *const Tensor<R>) -> Result<bool> {
     backend::offload_op(non_null!(backend, "backend"), non_null!(op, "op"))
 }
-pub fn tensor_copy_async<R: Rev>(backend_src: *mut Backend<R>, backend_dst: *mut Backend<R>, src: *mut Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
+pub fn tensor_copy_async<R: Rev>(backend_src: *mut Backend<R>, backend_dst: *mut Backend<R>, src: *const Tensor<R>, dst: *mut Tensor<R>) -> Result<()> {
     backend::tensor_copy_async(
         non_null!(backend_src, "source backend"),
         non_null!(backend_dst, "destination backend"),
@@ -271,7 +271,7 @@ pub fn dev_memory<R: Rev>(device: *mut Device<R>, free: *mut usize, total: *mut 
 pub fn dev_type<R: Rev>(device: *mut Device<R>) -> Result<DevType> {
     non_null!(device, "device").type_()
 }
-pub fn dev_get_props<R: Rev>(device: *mut Device<R>, props: *mut DevProps) -> Result<()> {
+pub fn dev_get_props<R: Rev>(device: *mut Device<R>, props: *mut DevProps<R>) -> Result<()> {
     let d = non_null!(device, "device");
     let Some(out) = obj_mut(props) else { bail!("props is NULL") };
     device::get_props(d, out)
@@ -326,33 +326,33 @@ pub fn reg_get_proc_address<R: Rev>(reg: *mut Reg<R>, name: *const c_char) -> Re
     Ok(r.proc_address(name))
 }
 pub fn reg_count<R: Rev>() -> Result<usize> {
-    Ok(R::registry().reg_count())
+    Ok(crate::registry::registry::<R>().reg_count())
 }
 pub fn reg_get<R: Rev>(index: usize) -> Result<*mut Reg<R>> {
-    R::registry().reg_get(index)
+    crate::registry::registry::<R>().reg_get(index)
 }
 pub fn reg_by_name<R: Rev>(name: *const c_char) -> Result<*mut Reg<R>> {
-    R::registry().reg_by_name(&name_arg(name)?)
+    crate::registry::registry::<R>().reg_by_name(&name_arg(name)?)
 }
 pub fn dev_count<R: Rev>() -> Result<usize> {
-    Ok(R::registry().dev_count())
+    Ok(crate::registry::registry::<R>().dev_count())
 }
 pub fn dev_get<R: Rev>(index: usize) -> Result<*mut Device<R>> {
-    R::registry().dev_get(index)
+    crate::registry::registry::<R>().dev_get(index)
 }
 pub fn dev_by_name<R: Rev>(name: *const c_char) -> Result<*mut Device<R>> {
-    R::registry().dev_by_name(&name_arg(name)?)
+    crate::registry::registry::<R>().dev_by_name(&name_arg(name)?)
 }
 pub fn dev_by_type<R: Rev>(type_: DevType) -> Result<*mut Device<R>> {
-    R::registry().dev_by_type(type_)
+    crate::registry::registry::<R>().dev_by_type(type_)
 }
 pub fn init_by_name<R: Rev>(name: *const c_char, params: *const c_char) -> Result<*mut Backend<R>> {
-    let dev = R::registry().dev_by_name(&name_arg(name)?)?;
+    let dev = crate::registry::registry::<R>().dev_by_name(&name_arg(name)?)?;
     ensure!(!dev.is_null(), "no device named '{}'", cstr(name));
     registry::init_dev(dev, params)
 }
 pub fn init_by_type<R: Rev>(type_: DevType, params: *const c_char) -> Result<*mut Backend<R>> {
-    registry::init_dev(R::registry().dev_by_type(type_)?, params)
+    registry::init_dev(crate::registry::registry::<R>().dev_by_type(type_)?, params)
 }
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     registry::init_best()
@@ -364,7 +364,7 @@ pub fn load<R: Rev>(path: *const c_char) -> Result<*mut Reg<R>> {
 pub fn unload<R: Rev>(reg: *mut Reg<R>) -> Result<()> {
     non_null!(reg, "backend reg");
     // stock unloads silently when the reg is unknown
-    R::registry().unregister(reg);
+    crate::registry::registry::<R>().unregister(reg);
     Ok(())
 }
 pub fn load_all<R: Rev>() -> Result<()> {
@@ -525,7 +525,7 @@ pub fn compare_graph_backend<R: Rev>(
     user_data: *mut c_void,
 ) -> Result<bool> {
     let Some(cb) = callback else { bail!("callback is NULL") };
-    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data, None)
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data, &[])
 }
 /// wsp: the spec declares five parameters, whisper.rn 0.4.3's own header a sixth, `test_node`,
 /// and callers of both kinds exist. The export takes six (the header stays at five, see
@@ -545,17 +545,115 @@ pub fn compare_graph_backend_test_node<R: Rev>(
     let Some(cb) = callback else { bail!("callback is NULL") };
     let graph = graph_mut(g)?;
     let index = if test_node.is_null() { None } else { graph.nodes().iter().position(|&n| n == test_node) };
-    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph, cb, user_data, index)
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph, cb, user_data, index.as_slice())
+}
+
+/// 2026: with `num_test_nodes > 0` the whole graph is computed on both backends and the callback
+/// sees each listed node (graph order, a node listed twice twice); stock aborts when none of the
+/// list is in the graph, we return false with a log line.
+pub fn compare_graph_backend_test_nodes<R: Rev>(
+    backend1: *mut Backend<R>,
+    backend2: *mut Backend<R>,
+    g: *mut CGraph<R>,
+    callback: CompareCallback<R>,
+    user_data: *mut c_void,
+    test_nodes: *const *const Tensor<R>,
+    num_test_nodes: usize,
+) -> Result<bool> {
+    let Some(cb) = callback else { bail!("callback is NULL") };
+    let graph = graph_mut(g)?;
+    let (b1, b2) = (non_null!(backend1, "backend1"), non_null!(backend2, "backend2"));
+    if num_test_nodes == 0 {
+        return crate::graph::compare_graph_backend(b1, b2, graph, cb, user_data, &[]);
+    }
+    ensure!(!test_nodes.is_null(), "test_nodes is NULL with num_test_nodes {}", num_test_nodes);
+    // SAFETY: the caller passes num_test_nodes pointers; only compared, never dereferenced.
+    let list = unsafe { std::slice::from_raw_parts(test_nodes, num_test_nodes) };
+    let picked: Vec<usize> = graph
+        .nodes()
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &n)| list.iter().filter(move |&&t| t == n as *const _).map(move |_| i))
+        .collect();
+    ensure!(!picked.is_empty(), "none of the {} test nodes is in the graph", num_test_nodes);
+    crate::graph::compare_graph_backend(b1, b2, graph, cb, user_data, &picked)
+}
+
+// ---------------------------------------------------------------- 2-D transfers (2026)
+
+#[allow(clippy::too_many_arguments)]
+fn rows(offset: usize, size: usize, n_copies: usize, stride_tensor: usize, stride_data: usize) -> crate::tensor_2d::Rows {
+    crate::tensor_2d::Rows { offset, size, n: n_copies, stride_tensor, stride_data }
+}
+#[allow(clippy::too_many_arguments)]
+pub fn tensor_set_2d<R: Rev>(tensor: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize, n_copies: usize, stride_tensor: usize, stride_data: usize) -> Result<()> {
+    if n_copies == 0 {
+        return Ok(()); // stock: nothing, whatever the tensor
+    }
+    crate::tensor_2d::tensor_set_2d(non_null!(tensor, "tensor"), data, rows(offset, size, n_copies, stride_tensor, stride_data))
+}
+#[allow(clippy::too_many_arguments)]
+pub fn tensor_get_2d<R: Rev>(tensor: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize, n_copies: usize, stride_tensor: usize, stride_data: usize) -> Result<()> {
+    if n_copies == 0 {
+        return Ok(());
+    }
+    crate::tensor_2d::tensor_get_2d(non_null!(tensor, "tensor"), data, rows(offset, size, n_copies, stride_tensor, stride_data))
+}
+#[allow(clippy::too_many_arguments)]
+pub fn tensor_set_2d_async<R: Rev>(backend: *mut Backend<R>, tensor: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize, n_copies: usize, stride_tensor: usize, stride_data: usize) -> Result<()> {
+    crate::tensor_2d::tensor_set_2d_async(non_null!(backend, "backend"), non_null!(tensor, "tensor"), data, rows(offset, size, n_copies, stride_tensor, stride_data))
+}
+#[allow(clippy::too_many_arguments)]
+pub fn tensor_get_2d_async<R: Rev>(backend: *mut Backend<R>, tensor: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize, n_copies: usize, stride_tensor: usize, stride_data: usize) -> Result<()> {
+    crate::tensor_2d::tensor_get_2d_async(non_null!(backend, "backend"), non_null!(tensor, "tensor"), data, rows(offset, size, n_copies, stride_tensor, stride_data))
+}
+
+// ---------------------------------------------------------------- scheduler additions (2026)
+
+pub fn sched_reserve_size<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>, sizes: *mut usize) -> Result<()> {
+    let s = sched_mut(sched)?;
+    ensure!(!sizes.is_null(), "sizes is NULL");
+    let got = s.reserve_size(graph_mut(g)?)?;
+    // SAFETY: the caller passes one size_t per backend of the scheduler (stock's contract).
+    unsafe { std::ptr::copy_nonoverlapping(got.as_ptr(), sizes, got.len()) };
+    Ok(())
+}
+pub fn sched_get_buffer_type<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
+    let s = sched_mut(sched)?;
+    match s.backend_index(backend) {
+        Some(i) => Ok(s.bufts[i]),
+        None => bail!("backend is not part of this scheduler"),
+    }
+}
+pub fn sched_split_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<()> {
+    sched_mut(sched)?.split_graph_public(graph_mut(g)?)
 }
 
 // ---------------------------------------------------------------- the SIMD backend
 
+#[cfg(feature = "simd")]
 pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
     Ok(R::simd().reg.0)
 }
+#[cfg(feature = "simd")]
 pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
     Ok(crate::simd::backend::init::<R>())
 }
+#[cfg(feature = "simd")]
 pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
     Ok(obj(backend).is_some_and(crate::simd::backend::is_simd))
+}
+// built without SIMD (cargo feature "simd" off): the exports stay (same ABI), saying so
+#[cfg(not(feature = "simd"))]
+pub fn simd_reg<R: Rev>() -> Result<*mut Reg<R>> {
+    bail!("this build has no SIMD backend (cargo feature \"simd\" off)")
+}
+#[cfg(not(feature = "simd"))]
+pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
+    bail!("this build has no SIMD backend (cargo feature \"simd\" off)")
+}
+#[cfg(not(feature = "simd"))]
+pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
+    let _ = backend;
+    Ok(false)
 }

@@ -33,6 +33,11 @@ impl<R: Rev> Arena<R> {
         self.owned.clear();
     }
 
+    /// The tensors made for the current graph.
+    pub fn tensors(&self) -> impl Iterator<Item = *const Tensor<R>> + '_ {
+        self.tensors.iter().map(|b| &**b as *const Tensor<R>)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()
     }

@@ -9,7 +9,7 @@ use crate::error::Result;
 
 impl<R: Rev> Sched<R> {
     fn event(&self, b: usize) -> *mut Event<R> {
-        self.events[b][self.cur_copy]
+        self.events[b][self.split_copy]
     }
 
     /// Waits (on the host) until backend `b` is done with the current copy.
@@ -29,7 +29,7 @@ impl<R: Rev> Sched<R> {
         let backend = obj(self.backends[b]).unwrap();
         for &input in &split.inputs {
             let inp = obj(input).unwrap();
-            let cpy = obj(self.ids.copy(input, b, self.cur_copy)).unwrap();
+            let cpy = obj(self.ids.copy(input, b, self.split_copy)).unwrap();
             if inp.flags & TENSOR_FLAG_INPUT != 0 {
                 // user inputs are copied now, before the user can overwrite them
                 self.host_wait(b, backend)?;

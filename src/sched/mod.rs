@@ -25,9 +25,6 @@ use tensor_map::TensorMap;
 /// Stock's limits: backends per scheduler and pipeline copies when `parallel` is set.
 pub const MAX_BACKENDS: usize = 16;
 pub const MAX_COPIES: usize = 4;
-/// Stock starts a new split when the current one already has this many inputs to copy; we keep
-/// the heuristic (same splits as stock) but never abort past it.
-pub const SPLIT_INPUTS_SOFT_LIMIT: usize = MAX_SRC;
 
 pub struct Split<R: Rev> {
     pub backend_id: usize,
@@ -45,7 +42,7 @@ struct Galloc<R: Rev> {
 
 impl<R: Rev> Galloc<R> {
     fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
-        let core = R::host().core();
+        let core = crate::host::host::<R>().core();
         let (Some(new_n), Some(_), Some(_), Some(_), Some(_)) =
             (core.gallocr_new_n, core.gallocr_free, core.gallocr_reserve_n, core.gallocr_alloc_graph, core.gallocr_get_buffer_size)
         else {
@@ -134,7 +131,7 @@ impl<R: Rev> Allocator<R> {
 
 /// `ggml_hash_size`: the scheduler accepts graphs of up to this many nodes + leafs, as stock.
 fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
-    if let Some(f) = R::host().core().hash_size {
+    if let Some(f) = crate::host::host::<R>().core().hash_size {
         // SAFETY: pure function of its argument.
         return unsafe { f(graph_size) };
     }
@@ -159,6 +156,12 @@ pub struct Sched<R: Rev> {
     galloc: Allocator<R>,
     pub(crate) n_copies: usize,
     pub(crate) cur_copy: usize,
+    /// The pipeline copy the current splits' nodes read their inputs from (`cur_copy` when the
+    /// graph was split). Stock copies a recomputed graph's inputs into `cur_copy`, which has
+    /// moved on, so the nodes read the previous run's copies; ours copies into the one they read.
+    pub(crate) split_copy: usize,
+    /// (node, j, original source) for every `src[j]` pass 5 pointed at an input copy
+    redirects: Vec<(*mut Tensor<R>, usize, *mut Tensor<R>)>,
     pub(crate) op_offload: bool,
     pub(crate) debug: i32,
     /// [backend][copy]; NULL where the device has no events
@@ -256,6 +259,8 @@ impl<R: Rev> Sched<R> {
             galloc,
             n_copies,
             cur_copy: 0,
+            split_copy: 0,
+            redirects: Vec::new(),
             op_offload,
             debug: debug_level::<R>(),
             events,
@@ -338,8 +343,35 @@ impl<R: Rev> Sched<R> {
         self.check_size(g)?;
         self.split_graph(g)?;
         self.synchronize();
-        ensure!(self.galloc_reserve(), "failed to reserve the compute buffers");
+        let reserved = self.galloc_reserve();
+        // a reserved graph is only measured, never computed: it stays the caller's
+        self.undo_redirects();
         self.reset();
+        ensure!(reserved, "failed to reserve the compute buffers");
+        Ok(())
+    }
+
+    /// 2026 `sched_reserve_size`: the compute buffer bytes per backend `g` needs, nothing allocated.
+    pub fn reserve_size(&mut self, g: &mut CGraph<R>) -> Result<Vec<usize>> {
+        self.reset();
+        self.synchronize();
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        let sizes = match &mut self.galloc {
+            Allocator::Ours(a) => a.measure(&self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids),
+            Allocator::Host(_) => Err(crate::error::Error("sched_reserve_size needs the library's allocator (GGML_RS_ALLOC=host is set)".into())),
+        };
+        self.undo_redirects();
+        sizes
+    }
+
+    /// 2026 `sched_split_graph`: assigns and splits `g` (a probe: `get_tensor_backend` and
+    /// `get_n_splits` answer for it) without allocating; the graph stays the caller's.
+    pub fn split_graph_public(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        self.is_alloc = false;
+        self.check_size(g)?;
+        self.split_graph(g)?;
+        self.undo_redirects();
         Ok(())
     }
 
@@ -348,7 +380,10 @@ impl<R: Rev> Sched<R> {
         self.is_alloc = false;
         self.check_size(g)?;
         self.split_graph(g)?;
-        self.alloc_splits()?;
+        if let Err(e) = self.alloc_splits() {
+            self.undo_redirects();
+            return Err(e);
+        }
         self.is_alloc = true;
         self.split_of = (g as *const CGraph<R> as usize, g.nodes as usize, g.n_nodes);
         Ok(())
@@ -388,6 +423,21 @@ impl<R: Rev> Sched<R> {
             self.reset();
         }
         if !self.is_alloc {
+            // Allocating here gives the graph's inputs fresh memory the caller never wrote (stock
+            // computes on it; GET_ROWS then asserts on garbage ids): refuse rather than compute
+            // on data that is not the caller's.
+            let unset = g.nodes().iter().chain(g.leafs().iter()).filter_map(|&t| obj(t)).find(|t| {
+                t.flags & TENSOR_FLAG_INPUT != 0 && t.data.is_null() && t.view_src.is_null()
+            });
+            if let Some(t) = unset {
+                crate::log_error!(
+                    R,
+                    "ggml_backend_sched_graph_compute",
+                    "graph input '{}' has no memory, so it cannot hold the caller's data: call sched_alloc_graph and set the inputs before computing",
+                    t.name()
+                );
+                return Ok(STATUS_ALLOC_FAILED);
+            }
             if let Err(e) = self.alloc_graph(g) {
                 crate::log_error!(R, "ggml_backend_sched_graph_compute", "{}", e);
                 return Ok(STATUS_ALLOC_FAILED);

@@ -2,12 +2,19 @@
 //! into the split's backend (one per pipeline copy), and the graph the allocator sees (each
 //! split's input copies first, so they are allocated at the split's start).
 
-use super::{Sched, Split, SPLIT_INPUTS_SOFT_LIMIT};
+use super::{Sched, Split};
 use crate::abi::vtable::{cstr, obj, obj_mut};
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::is_view_op;
 use crate::{bail, ensure};
+
+/// 2026 graph uids (backends that capture graphs key their caches on them): a counter of ours, in
+/// a range the host's `ggml_graph_next_uid` (which the host need not export) does not reach.
+fn next_graph_uid() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 63);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
 
 impl<R: Rev> Sched<R> {
     fn backend_name(&self, b: usize) -> String {
@@ -20,13 +27,28 @@ impl<R: Rev> Sched<R> {
     pub(super) fn split_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
         let r = self.split_graph_passes(g);
         if r.is_err() {
+            self.undo_redirects();
             self.ids.clear();
             self.is_reset = true;
         }
         r
     }
 
+    /// Points the user's nodes back at their own sources instead of this scheduler's input
+    /// copies: after a split that will not be computed (a failed allocation, a reserve), the
+    /// graph is the caller's again and may be allocated later.
+    pub(super) fn undo_redirects(&mut self) {
+        for (node, j, src) in self.redirects.drain(..) {
+            if let Some(n) = obj_mut(node) {
+                n.src[j] = src;
+            }
+        }
+    }
+
     fn split_graph_passes(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        // only this split's redirections may be undone; an earlier graph stays as it was split
+        self.redirects.clear();
+        R::set_graph_uid(g, next_graph_uid());
         // a graph whose sources were already redirected to this scheduler's copies was allocated
         // before; stock would silently read stale copies after a reset
         // (with no copies made, e.g. one backend, there is nothing to look up)
@@ -36,8 +58,16 @@ impl<R: Rev> Sched<R> {
             }
         }
         self.splits.clear();
+        self.split_copy = self.cur_copy;
         self.graph_inputs.clear();
         self.is_reset = false;
+        // the previous graph's copies and views die here: nothing may still point at them
+        if !self.arena.is_empty() {
+            for t in self.arena.tensors() {
+                self.ids.forget(t);
+            }
+            self.ids.clear_copies();
+        }
         self.arena.clear();
 
         if self.backends.len() == 1 {
@@ -112,7 +142,7 @@ impl<R: Rev> Sched<R> {
                             break;
                         }
                     }
-                    if split.inputs.len() >= SPLIT_INPUTS_SOFT_LIMIT {
+                    if split.inputs.len() >= R::SPLIT_INPUTS_SOFT_LIMIT {
                         let sb = self.ids.backend(src);
                         if sb != cur && self.ids.copy(src, cur as usize, 0).is_null() && !self.buffer_supported(s, cur as usize) {
                             need_new_split = true;
@@ -145,6 +175,7 @@ impl<R: Rev> Sched<R> {
                         self.make_copies(src, cur as usize, false);
                         split.inputs.push(src);
                     }
+                    self.redirects.push((node, j, src));
                     n.src[j] = self.ids.copy(src, cur as usize, self.cur_copy);
                 }
             }
@@ -154,6 +185,12 @@ impl<R: Rev> Sched<R> {
         self.splits.push(split);
         for sp in &mut self.splits {
             sp.graph = crate::graph::graph_view(g, sp.i_start, sp.i_end);
+            // 2026: the backend may reorder the split's nodes (in the caller's node array, as
+            // stock) before the allocator's graph is built from them
+            if let Some(be) = obj(self.backends[sp.backend_id]) {
+                be.graph_optimize(&mut sp.graph);
+            }
+            R::set_graph_uid(&mut sp.graph, next_graph_uid());
         }
         Ok(())
     }

@@ -136,6 +136,20 @@ impl<R: Rev> TensorMap<R> {
         self.copies.clear();
     }
 
+    /// Drops every input copy (their tensors are about to be freed) but keeps the assignments:
+    /// a graph split again without `sched_reset` keeps the caller's `set_tensor_backend` choices
+    /// and must make fresh copies, never reuse freed ones.
+    pub fn clear_copies(&mut self) {
+        self.copies.iter_mut().for_each(|c| *c = std::ptr::null_mut());
+    }
+
+    /// Forgets `t` entirely (a scheduler-made tensor about to be freed, whose address may come back).
+    pub fn forget(&mut self, t: *const Tensor<R>) {
+        if let Some(s) = self.slot.get(t as usize) {
+            self.backend[s as usize] = -1;
+        }
+    }
+
     fn slot_of(&mut self, t: *const Tensor<R>) -> usize {
         if let Some(s) = self.slot.get(t as usize) {
             return s as usize;

@@ -112,6 +112,7 @@ pub fn init<R: Rev>() -> *mut Backend<R> {
             free: Some(backend_free::<R>),
             set_tensor_async: None,
             get_tensor_async: None,
+            tensor_2d_async: R::BACKEND_2D_NONE,
             cpy_tensor_async: None,
             synchronize: None,
             graph_plan_create: None,
@@ -121,6 +122,7 @@ pub fn init<R: Rev>() -> *mut Backend<R> {
             graph_compute: Some(backend_graph_compute::<R>),
             event_record: None,
             event_wait: None,
+            graph_optimize: R::GRAPH_OPTIMIZE_NONE,
         },
         device: R::simd().dev.0,
         context: Box::into_raw(ctx) as *mut c_void,
@@ -216,7 +218,7 @@ unsafe extern "C" fn dev_memory<R: Rev>(_: *mut Device<R>, free: *mut usize, tot
 unsafe extern "C" fn dev_type<R: Rev>(_: *mut Device<R>) -> DevType {
     R::simd().dev_type.load(Ordering::Relaxed)
 }
-unsafe extern "C" fn dev_props<R: Rev>(d: *mut Device<R>, props: *mut DevProps) {
+unsafe extern "C" fn dev_props<R: Rev>(d: *mut Device<R>, props: *mut DevProps<R>) {
     let Some(p) = crate::abi::vtable::obj_mut(props) else { return };
     let (f, t) = meminfo();
     // SAFETY: plain getters of this module.
@@ -227,7 +229,10 @@ unsafe extern "C" fn dev_props<R: Rev>(d: *mut Device<R>, props: *mut DevProps) 
             memory_free: f,
             memory_total: t,
             type_: dev_type(d),
+            device_id: R::DEVICE_ID_NONE,
             caps: DevCaps { async_: false, host_buffer: false, buffer_from_host_ptr: true, events: false },
+            // host memory: a model file mapped into it can be used in place
+            caps_extra: R::caps_extra(true),
         };
     }
 }

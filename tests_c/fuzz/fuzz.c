@@ -584,7 +584,7 @@ static void cmd_tensor_alloc(void) {
     }
     void * old_data = t ? t->data : NULL;
     buffer_t old_buf = t ? t->buffer : NULL;
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_STATUS
     enum G(status) st = GB(tensor_alloc)(b, t, (void *) addr);
     (void) st;
 #else
@@ -790,7 +790,7 @@ static void cmd_sched_new(void) {
     if (with_bufts && n > 0 && u8() % 4 == 0) {
         bufts[0] = &min_buft; /* a buffer type the backend does not support */
     }
-#ifdef TEST_PREFIX_WSP
+#ifdef TEST_API_OP_OFFLOAD
     sched = GB(sched_new)(u8() % 16 ? list : NULL, with_bufts ? bufts : NULL, n, graph_size, parallel, u8() & 1);
 #else
     sched = GB(sched_new)(u8() % 16 ? list : NULL, with_bufts ? bufts : NULL, n, graph_size, parallel);
@@ -855,7 +855,7 @@ static void cmd_graph_build(void) {
      * tensor. With FUZZ_LENIENT set, lm starts each new graph on a fresh scheduler. */
     if (sched && sched_used && !!getenv("FUZZ_LENIENT")) {
         GB(sched_free)(sched);
-        sched = GB(sched_new)(sched_args.list, NULL, sched_args.n, sched_args.graph_size, sched_args.parallel);
+        sched = TEST_SCHED_NEW(GB(sched_new), sched_args.list, NULL, sched_args.n, sched_args.graph_size, sched_args.parallel, true);
         sched_used = false;
         last_split = NULL;
         if (!sched) {
@@ -1137,7 +1137,7 @@ static void cmd_graph_util(void) {
             /* computes the graph node by node on two backends: only for an allocated graph */
             if (gr.direct_ok) {
                 int stop = u8() % 8;
-                (void) GB(compare_graph_backend)(cpu, cpu2, gr.g, u8() % 8 ? cmp_cb : NULL, &stop);
+                (void) TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, cpu2, gr.g, u8() % 8 ? cmp_cb : NULL, &stop);
             }
             break;
         default:

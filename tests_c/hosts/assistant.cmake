@@ -6,28 +6,49 @@
 # There is no stock assistant: stock ships one ggml-backend.cpp per package, and the reference is
 # the two stock drivers run one after the other (run-assistant.sh reference).
 #
-# Targets: assistant_<static|shared>. Tests (models from scripts/fetch-models.sh):
+# Targets: assistant_<static|shared>. Tests (whisper base, the espeak-ng question and SmolLM2, from
+# scripts/fetch-models.sh):
 #   host_assistant_stock      stock whisper_driver, then stock llama_driver on its transcript,
 #                             twice, identical (fixture: the reference)
+#   host_assistant_wer        that transcript's word error rate against the question <= 10 %
 #   host_assistant_identical  assistant_static / _shared: transcript, llama tokens and logits
 #                             bitwise equal to the reference; each prefix's log lines reach its
 #                             own host's logger
 #   host_assistant_simd       assistant_static with GGML_RS_SIMD=1: every split of both hosts'
 #                             graphs on SIMD, outputs bitwise equal to the reference (AVX2 hosts)
 
-# The caps keep the test quick and are the same on both sides: whisper's random-weight model
-# decodes a long repeated token run, so at most 32 tokens per segment; the templated prompt is at
-# most 256 tokens; 32 greedy tokens.
+# The real models on real speech: whisper base (whisper_base.cmake) transcribes the espeak-ng
+# question, SmolLM2 answers it. No whisper token cap (0: the model ends the segment itself); the
+# templated prompt at most 256 tokens; 32 greedy tokens (the same on both sides).
+include("${CMAKE_CURRENT_LIST_DIR}/whisper_base.cmake")
 set(GGML_RS_ASSISTANT_ARGS
-    "${GGML_RS_WHISPER_MODEL}" "${GGML_RS_WHISPER_WAV}" "${GGML_RS_LLAMA_MODEL}" 32 256 32)
+    "${GGML_RS_WHISPER_BASE_MODEL}" "${GGML_RS_QUESTION_WAV}" "${GGML_RS_LLAMA_MODEL}" 0 256 32)
 
+# With the 2026 packages (GGML_RS_REV2026_LM and _WSP): cui-llama.rn 1.12.2 + whisper.rn 0.7.4. Both
+# carry ggml-backend-dl.cpp, whose three helpers (dl_load_library, dl_get_sym, dl_error) are C++
+# names without the package prefix: the two byte-identical copies are folded at link time.
 set(_assistant_modes ${GGML_RS_HOST_MODES})
 list(REMOVE_ITEM _assistant_modes stock)
+foreach(_m static shared)
+  if(NOT _m IN_LIST _modes_lm OR NOT _m IN_LIST _modes_wsp)
+    list(REMOVE_ITEM _assistant_modes ${_m})
+  endif()
+endforeach()
+set(_assistant_dup "")
+if(GGML_RS_REV2026_LM AND GGML_RS_REV2026_WSP)
+  set(_assistant_dup -Wl,--allow-multiple-definition)
+endif()
+if(GGML_RS_REV2026_LM AND NOT GGML_RS_REV2026_WSP OR GGML_RS_REV2026_WSP AND NOT GGML_RS_REV2026_LM)
+  # one 2026 host and one old one: the assistant pairs the contract's two packages or today's two
+  set(_assistant_modes "")
+endif()
 foreach(_mode IN LISTS _assistant_modes)
   set(exe assistant_${_mode})
+  ggml_rs_host_objects(lm ${_mode} _lm_objs)
+  ggml_rs_host_objects(wsp ${_mode} _wsp_objs)
   add_executable(${exe} assistant.cpp
       $<TARGET_OBJECTS:llama_run_${_mode}> $<TARGET_OBJECTS:whisper_run_${_mode}>
-      $<TARGET_OBJECTS:lm_host_${_mode}> $<TARGET_OBJECTS:wsp_host_${_mode}>)
+      $<TARGET_OBJECTS:${_lm_objs}> $<TARGET_OBJECTS:${_wsp_objs}>)
   set_target_properties(${exe} PROPERTIES
       LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_options(${exe} PRIVATE -O2 -pthread)
@@ -35,17 +56,20 @@ foreach(_mode IN LISTS _assistant_modes)
   if(_mode STREQUAL "static")
     target_link_libraries(${exe} PRIVATE
         -Wl,--start-group -Wl,--whole-archive lm_core_static wsp_core_static -Wl,--no-whole-archive
-        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++)
+        ggml_backend_rs::static -Wl,--end-group pthread dl m stdc++ ${_assistant_dup})
   else()
     target_link_libraries(${exe} PRIVATE
         -Wl,--whole-archive lm_core_shared wsp_core_shared -Wl,--no-whole-archive
-        ggml_backend_rs::shared pthread dl m stdc++)
+        ggml_backend_rs::shared pthread dl m stdc++ ${_assistant_dup})
     set_target_properties(${exe} PROPERTIES ENABLE_EXPORTS ON BUILD_RPATH "${GGML_RS_LIB_DIR}")
   endif()
 endforeach()
 unset(_mode)
 
 set(_run_assistant "${CMAKE_CURRENT_SOURCE_DIR}/run-assistant.sh")
+if(GGML_RS_REV2026_LM AND NOT GGML_RS_REV2026_WSP OR GGML_RS_REV2026_WSP AND NOT GGML_RS_REV2026_LM)
+  return()
+endif()
 add_test(NAME host_assistant_stock
     COMMAND bash "${_run_assistant}" reference "${_out}/assistant"
             "$<TARGET_FILE:whisper_driver_stock>" "$<TARGET_FILE:llama_driver_stock>"
@@ -53,6 +77,14 @@ add_test(NAME host_assistant_stock
 set_tests_properties(host_assistant_stock PROPERTIES
     TIMEOUT 900 LABELS "host;assistant;stock" RUN_SERIAL TRUE
     FIXTURES_SETUP host_assistant_ref)
+# The real model understands the question: stock whisper.rn's transcript of the espeak-ng question
+# within 10 % word error rate of the sentence spoken (the library's transcripts are bitwise equal
+# to it, host_assistant_identical / _simd).
+add_test(NAME host_assistant_wer
+    COMMAND python3 "${CMAKE_CURRENT_SOURCE_DIR}/whisper_wer.py" --max 0.10
+            "${GGML_RS_MODELS_DIR}/question-16k.txt" "${_out}/assistant/transcript_stock.txt")
+set_tests_properties(host_assistant_wer PROPERTIES
+    TIMEOUT 60 LABELS "host;assistant;stock" FIXTURES_REQUIRED host_assistant_ref)
 if(_assistant_modes)
   set(exes "")
   foreach(m IN LISTS _assistant_modes)

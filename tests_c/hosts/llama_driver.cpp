@@ -13,6 +13,7 @@
 // usage: llama_driver -m MODEL -o OUT [-p N_PROMPT=100] [-n N_GEN=32]
 //                     [-t THREADS=2] [-c N_CTX=1024] [-u N_UBATCH=512] [--text] [-v]
 //                     [--prompt-logits FILE] [--prompt-file FILE [--chat]]
+//                     [--flash-attn on|off|auto]   (2026 llama.cpp only; default auto)
 
 #include "llama_run.h"
 
@@ -27,7 +28,7 @@
 static void usage(const char * argv0) {
     fprintf(stderr,
             "usage: %s -m MODEL -o OUT [-p N_PROMPT] [-n N_GEN] [-t THREADS] [-c N_CTX] [-u N_UBATCH] [--text] "
-            "[--prompt-logits FILE] [--prompt-file FILE [--chat]] [-v]\n",
+            "[--prompt-logits FILE] [--prompt-file FILE [--chat]] [--flash-attn on|off|auto] [-v]\n",
             argv0);
     exit(2);
 }
@@ -63,6 +64,11 @@ int main(int argc, char ** argv) {
         else if (a == "--prompt-file") prompt_file = next();
         else if (a == "--chat") prompt.chat = true;
         else if (a == "-v") job.verbose = true;
+        else if (a == "--flash-attn") {
+            std::string v = next();
+            job.flash_attn = v == "on" ? 1 : v == "off" ? 0 : v == "auto" ? -1 : -2;
+            if (job.flash_attn == -2) usage(argv[0]);
+        }
         else usage(argv[0]);
     }
     if (job.model_path.empty() || job.n_prompt < 1 || job.n_gen < 1 || job.n_prompt + job.n_gen + 1 > job.n_ctx ||

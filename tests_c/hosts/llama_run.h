@@ -20,6 +20,7 @@ struct llama_job {
     int n_ubatch = 512;
     bool text = false;              // detokenize the generated tokens into llama_report::text
     bool verbose = false;
+    int flash_attn = -1;            // 2026 llama.cpp only: -1 auto (its default), 0 off, 1 on
 };
 
 // What to feed as the prompt.

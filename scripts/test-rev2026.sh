@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The 2026 revision's stage of scripts/test.sh: the library built with --features lm-2026,wsp-2026
+# (target/rev2026), then the C suites, the real hosts (cui-llama.rn 1.12.2, llama.rn 0.12.9,
+# whisper.rn 0.7.4: stock vs ours, static and shared) and the integrate checks configured with
+# -DGGML_RS_REV2026=ON in $BUILD_DIR-rev2026, and ctest there.
+#   BUILD_DIR (default build), JOBS (default nproc); extra arguments go to the CMake configure step.
+# Until the library has the 2026 features only the stock hosts are built and checked (each stock
+# driver deterministic), and the stage says so.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+BUILD_DIR="${BUILD_DIR:-build}-rev2026"
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+bash scripts/fetch-hosts.sh cui lm12 wsp7 >/dev/null
+
+lib_dir="$ROOT/target/rev2026/release"
+if grep -q '^lm-2026 *=' Cargo.toml && grep -q '^wsp-2026 *=' Cargo.toml; then
+  CARGO_TARGET_DIR="$ROOT/target/rev2026" cargo build --release --features lm-2026,wsp-2026
+else
+  echo "test-rev2026: Cargo.toml has no lm-2026 / wsp-2026 features yet: stock hosts only" >&2
+fi
+
+# valgrind and the libFuzzer run stay with the default build (scripts/valgrind.sh, scripts/fuzz.sh
+# build the default revision); the fuzz corpus replay (fuzz_replay_<p>) runs here on the 2026 one.
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON \
+  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$lib_dir" \
+  -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF "$@"
+cmake --build "$BUILD_DIR" -j "$JOBS"
+ctest --test-dir "$BUILD_DIR" --output-on-failure

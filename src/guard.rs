@@ -1,0 +1,52 @@
+//! The panic guard every entry from C runs under: the exports (`ffi`) and the vtable callbacks C
+//! code calls into (our buffer types, buffers, the SIMD device, backend and buffers). An error
+//! becomes one log line through the host's logger and the function's "no" value; a panic the
+//! same, so no panic ever unwinds into C.
+
+use crate::abi::{LogLevel, Rev};
+use crate::error::Result;
+use once_cell::sync::Lazy;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Fault injection for the tests: `GGML_RS_FAULT_PANIC=<name>[,<name>...]` (read once) makes the
+/// named entries panic inside their guard. An export is named by its symbol
+/// (`lm_ggml_backend_buft_alloc_buffer`), a callback by prefix, vtable and slot
+/// (`wsp_cpu_buffer.set_tensor`).
+static FAULT_PANIC: Lazy<Vec<String>> = Lazy::new(|| {
+    std::env::var("GGML_RS_FAULT_PANIC").map(|v| v.split(',').map(|s| s.trim().to_string()).collect()).unwrap_or_default()
+});
+
+fn fault_injected<R: Rev>(func: &str) -> bool {
+    FAULT_PANIC.iter().any(|f| f == func || f.strip_prefix(R::PREFIX) == Some(func))
+}
+
+/// Runs an entry's body: `Ok(v)` → `v`; `Err(e)` → log "`func`: e" and `default`; a panic →
+/// log "`func`: internal error: …" and `default`.
+pub fn guard<R: Rev, T>(func: &str, default: T, body: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(|| {
+        if !FAULT_PANIC.is_empty() && fault_injected::<R>(func) {
+            panic!("fault injected by GGML_RS_FAULT_PANIC");
+        }
+        body()
+    })) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            crate::host::log::<R>(LogLevel::Error, &format!("{}: {}", func, e));
+            default
+        }
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            crate::host::log::<R>(LogLevel::Error, &format!("{}: internal error: {}", func, what));
+            default
+        }
+    }
+}
+
+/// A vtable callback's body, which has no error of its own to report: see [`guard`].
+pub fn callback<R: Rev, T>(func: &str, default: T, body: impl FnOnce() -> T) -> T {
+    guard::<R, T>(func, default, || Ok(body()))
+}
