@@ -236,25 +236,37 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     let mut summs = [[0f32; C]; R];
     let pairs_end = nb & !1;
     let mut b = 0;
+    // Per-element bounds checks in this loop were a large part of its instructions (one per
+    // block index, scale and sum): the asserts above cover every index, so the loop reads
+    // unchecked, and each block's scales and sums of the tile's columns as one fixed-size array.
+    let cols = |v: &[f32], bb: usize| -> [f32; C] {
+        let row = &v[bb * a.n + c0..][..C];
+        std::array::from_fn(|c| row[c])
+    };
     while b < pairs_end {
         for half in 0..2 {
             let bb = b + half;
-            let col = bb * a.n + c0;
-            let qa: [[int8x16_t; 2]; C] = std::array::from_fn(|c| F::acts(&a.blocks[(c0 + c) * nb + bb]));
+            // SAFETY: (c0 + c) * nb + bb < a.n * nb <= a.blocks.len(): c0 + C <= a.n and bb < nb
+            // (asserted above).
+            let qa: [[int8x16_t; 2]; C] = std::array::from_fn(|c| F::acts(unsafe { a.blocks.get_unchecked((c0 + c) * nb + bb) }));
+            let da = cols(a.d, bb);
             for r in 0..R {
-                let (p, dw) = F::prep(&w[r][bb]);
+                // SAFETY: bb < nb <= w[r].len() (asserted above).
+                let (p, dw) = F::prep(unsafe { w[r].get_unchecked(bb) });
                 for c in 0..C {
                     // SAFETY: DOT only when the caller guarantees dotprod.
                     let q = vcvtq_f32_s32(unsafe { block_ints::<DOT>(&p, &qa[c]) });
-                    acc[half][r][c] = mla(acc[half][r][c], q, dw * a.d[col + c]);
+                    acc[half][r][c] = mla(acc[half][r][c], q, dw * da[c]);
                 }
             }
         }
         if F::HAS_MIN {
+            let (sa0, sa1) = (cols(a.s, b), cols(a.s, b + 1));
             for r in 0..R {
-                let (m0, m1) = (F::min(&w[r][b]), F::min(&w[r][b + 1]));
+                // SAFETY: b + 1 < nb <= w[r].len() (asserted above).
+                let (m0, m1) = unsafe { (F::min(w[r].get_unchecked(b)), F::min(w[r].get_unchecked(b + 1))) };
                 for c in 0..C {
-                    let (s0, s1) = (a.s[b * a.n + c0 + c], a.s[(b + 1) * a.n + c0 + c]);
+                    let (s0, s1) = (sa0[c], sa1[c]);
                     // summs += m0*s0 + m1*s1, the first product fused into the inner sum
                     summs[r][c] += m0.mul_add(s0, m1 * s1);
                 }
