@@ -10,5 +10,10 @@
 set(GGML_RS_WHISPER_BASE_MODEL "${GGML_RS_MODELS_DIR}/ggml-base.bin")
 set(GGML_RS_QUESTION_WAV "${GGML_RS_MODELS_DIR}/question-16k.wav")
 
-ggml_rs_add_host_test(whisper_base whisper
+if(GGML_RS_REV2026_WSP)
+  set(_wb_case wsp7_whisper_base)   # whisper.rn 0.7.4 on the same model
+else()
+  set(_wb_case whisper_base)
+endif()
+ggml_rs_add_host_test(${_wb_case} whisper wsp
     -m "${GGML_RS_WHISPER_BASE_MODEL}" -f "${GGML_RS_QUESTION_WAV}")
