@@ -121,7 +121,7 @@ static void check(const char * name, ctx_t * ctx, tensor_t * out, double thresho
         if (t->op == C(OP_NONE) && t->view_src == NULL && t->type != C(TYPE_I32)) fill(t, -1.0f, 1.0f);
     }
     struct stats s = { name, 0, threshold, 0 };
-    if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) {
+    if (!TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, simd, g, on_node, &s)) {
         fprintf(stderr, "  %s: compare_graph_backend failed\n", name);
         s.bad = 1;
     }
@@ -289,7 +289,7 @@ int main(void) {
         int32_t p[7] = { 0, 3, 17, 100, 511, 4000, 9 };
         GB(tensor_set)(pos, p, 0, sizeof p);
         struct stats s = { name, 0, bitwise_or(EXACT), 0 };
-        if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) s.bad = 1;
+        if (!TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, simd, g, on_node, &s)) s.bad = 1;
         printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
         n_failed += s.bad;
         GB(buffer_free)(buf);
@@ -309,7 +309,7 @@ int main(void) {
         int32_t ids[5] = { 19, 0, 7, 7, 3 };
         GB(tensor_set)(idx, ids, 0, sizeof ids);
         struct stats s = { name, 0, 0.0, 0 };
-        if (!GB(compare_graph_backend)(cpu, simd, g, on_node, &s)) s.bad = 1;
+        if (!TEST_COMPARE_GRAPH(GB(compare_graph_backend), cpu, simd, g, on_node, &s)) s.bad = 1;
         printf("%-40s max NMSE %.3g%s\n", name, s.max_nmse, s.bad ? "  FAILED" : "");
         n_failed += s.bad;
         GB(buffer_free)(buf);
