@@ -145,8 +145,11 @@ for t in "${TARGETS[@]}"; do for v in $(variants "$t"); do build "$t" "$v"; done
 # --- 3. checks --------------------------------------------------------------------------------
 # The exports every build must carry: both prefixes of src/ffi/exports.list (build.rs generates
 # the export layers from it), cross-checked with the Linux .so when one is built.
-awk '!/^[ \t]*(#|$)/ { s = $0; sub(/^[ \t]*[a-z]+[ \t]+[a-z]+[ \t]+/, "", s); sub(/[ \t]*\(.*/, "", s);
-     if ($1 != "wsp") print "lm_ggml_backend_" s; if ($1 != "lm") print "wsp_ggml_backend_" s }' \
+# (a line's revision tags: `all` or a comma list of lm, wsp, lm26, wsp26; the default build is lm + wsp)
+awk '!/^[ \t]*(#|$)/ { s = $0; sub(/^[ \t]*[a-z0-9,]+[ \t]+[a-z]+[ \t]+/, "", s); sub(/[ \t]*\(.*/, "", s);
+     n = split($1, t, ","); lm = ($1 == "all"); wsp = ($1 == "all");
+     for (i = 1; i <= n; i++) { if (t[i] == "lm") lm = 1; if (t[i] == "wsp") wsp = 1 }
+     if (lm) print "lm_ggml_backend_" s; if (wsp) print "wsp_ggml_backend_" s }' \
     src/ffi/exports.list | sort -u >"$WORK/expected.txt"
 if [ -f target/release/libggml_backend_rs.so ]; then
     "$NM" -D --defined-only target/release/libggml_backend_rs.so | awk '$3 ~ /^(lm|wsp)_/ {print $3}' \
