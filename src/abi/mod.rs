@@ -65,6 +65,22 @@ pub type DevType = i32;
 pub const DEV_TYPE_CPU: DevType = 0;
 pub const DEV_TYPE_GPU: DevType = 1;
 
+/// Where a revision's ggml-cpu orders its float operations differently from the other
+/// revisions', for the ops the SIMD backend reproduces bit for bit (it follows the order of the
+/// revision it serves; see `simd::op::Node::order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuOrder {
+    /// NORM takes its mean from `ggml_vec_sum_f32` (the f64 sum rounded to f32, then divided in
+    /// f32) and its variance from `ggml_vec_cvar_f32` (squares summed per vector block in f32,
+    /// the blocks in f64); before 2026 both sums run element by element in f64, divided in f64.
+    pub norm_vec_sums: bool,
+    /// ROPE's normal mode runs the `rotate_pairs` template, which GCC vectorizes with fused
+    /// multiply-adds in place too (its overlap check lets dst == src through; an odd last pair,
+    /// and rows of few pairs, get rounded products); before 2026 an in-place normal-mode ROPE
+    /// ran the scalar loop with rounded products.
+    pub rope_rotate_pairs: bool,
+}
+
 /// Ids of the `enum ggml_op` entries the library acts on, which the two revisions number differently.
 #[derive(Clone, Copy, Debug)]
 pub struct OpIds {
@@ -117,6 +133,8 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const NBYTES_ZERO_FOR_EMPTY: bool;
     /// The op ids the library acts on (views for the scheduler, everything the SIMD backend computes).
     const OPS: OpIds;
+    /// ggml-cpu's float order where it differs between revisions (the SIMD backend follows it).
+    const CPU_ORDER: CpuOrder;
     /// Scheduler pass 1 leaves view ops unassigned in lm; wsp assigns them too.
     const SCHED_PASS1_SKIPS_VIEWS: bool;
     /// wsp offloads a weight's op to a higher-priority backend only with `op_offload` and a host
@@ -474,6 +492,8 @@ macro_rules! layout_before_2026 {
         const SPLIT_INPUTS_SOFT_LIMIT: usize = 10;
         const DEV_TYPE_ACCEL: $crate::abi::DevType = 2;
         const GRAPH_COPY_KEEPS_FLAGS: bool = false;
+        const CPU_ORDER: $crate::abi::CpuOrder =
+            $crate::abi::CpuOrder { norm_vec_sums: false, rope_rotate_pairs: false };
         const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;
         type Buffer2d = ();
         const BUFFER_2D_NONE: () = ();

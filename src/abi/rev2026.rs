@@ -8,7 +8,7 @@
 //! there (`dev_props` is 56 bytes in all three), so one layout serves both lm packages, as long as
 //! the library writes that byte (for its own devices) and never reads it.
 
-use super::{Backend2d, BackendI, Buffer2d, BufferI, CGraph, GraphOptimizeFn, OpIds, Reg, Rev, Status};
+use super::{Backend2d, BackendI, Buffer2d, BufferI, CGraph, CpuOrder, GraphOptimizeFn, OpIds, Reg, Rev, Status};
 use std::ffi::c_char;
 
 /// llama.rn 0.12.9 / cui-llama.rn 1.12.2 (`lm_`, cargo feature `lm-2026`).
@@ -62,6 +62,9 @@ macro_rules! rev_2026 {
             const SPLIT_INPUTS_SOFT_LIMIT: usize = 30;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
+            // ggml-cpu/ops.cpp: norm_f32 calls ggml_vec_sum_f32 + ggml_vec_cvar_f32, and ROPE's
+            // normal mode goes through rotate_pairs<float>, vectorized in place too
+            const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true };
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
             // ggml_op_can_inplace: FILL, SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD_ID, ADD1, SUB,
             // MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, ROPE_BACK, SILU_BACK, RMS_NORM, RMS_NORM_BACK,

@@ -7,7 +7,7 @@
 //! GLU, FLASH_ATTN_EXT, ...) fall to ggml-cpu instead of being misread as one of ours.
 
 use super::view::Raw;
-use crate::abi::{vtable::obj, Rev, Tensor, UNARY_GELU, UNARY_SILU};
+use crate::abi::{vtable::obj, CpuOrder, Rev, Tensor, UNARY_GELU, UNARY_SILU};
 
 /// A graph node's operation, as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +91,9 @@ pub struct Node {
     pub dst: Raw,
     pub src: [Option<Raw>; 3],
     pub params: [i32; 16],
+    /// The float order of the revision's ggml-cpu where revisions differ (`R::CPU_ORDER`): the
+    /// kernels follow it to stay bit-identical to the ggml-cpu they run beside.
+    pub order: CpuOrder,
 }
 
 impl Node {
@@ -98,7 +101,7 @@ impl Node {
         let mut params = [0; 16];
         let n = params.len().min(t.op_params.len());
         params[..n].copy_from_slice(&t.op_params[..n]);
-        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params }
+        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params, order: R::CPU_ORDER }
     }
 
     /// Source `i` (present: `supports` checked it before `compute` runs).

@@ -75,6 +75,7 @@ fn unary_ops_in_place_equal_out_of_place() {
         check("silu", ne, -8.0, 8.0, |d, a| unary::run(&s, Unary::Silu, d, a));
         check("gelu", ne, -8.0, 8.0, |d, a| unary::run(&s, Unary::Gelu, d, a));
         check("norm", ne, -1.0, 1.0, |d, a| super::norm::norm(&s, d, a, 1e-5));
+        check("norm (2026 order)", ne, -1.0, 1.0, |d, a| super::norm::norm_vec_sums(&s, d, a, 1e-5));
         check("rms_norm", ne, -1.0, 1.0, |d, a| super::norm::rms_norm(&s, d, a, 1e-5));
     }
 }
@@ -97,9 +98,14 @@ fn soft_max_and_rope_in_place_equal_out_of_place() {
         // ggml-cpu
         let modes: &[i32] = if cfg!(target_arch = "x86_64") { &[MODE_NEOX] } else { &[0, MODE_NEOX] };
         for &mode in modes {
-            let p = RopeParams { n_dims: 48, mode, n_ctx_orig: 8192, freq_base: 10000.0, freq_scale: 1.0, ext_factor: 0.0, attn_factor: 1.0, beta_fast: 32.0, beta_slow: 1.0 };
+            let p = RopeParams { n_dims: 48, mode, n_ctx_orig: 8192, freq_base: 10000.0, freq_scale: 1.0, ext_factor: 0.0, attn_factor: 1.0, beta_fast: 32.0, beta_slow: 1.0, fused_in_place: false };
             // rope's rows are [head_dim, n_head, n_tokens]: ne[2] tokens at `pos`
             check("rope", ne, -1.0, 1.0, |d, a| super::rope::rope(&s, d, a, pos, None, &p));
+        }
+        // the 2026 revision's rotate_pairs fuses in place too: both modes equal out of place
+        for mode in [0, MODE_NEOX] {
+            let p = RopeParams { n_dims: 48, mode, n_ctx_orig: 8192, freq_base: 10000.0, freq_scale: 1.0, ext_factor: 0.0, attn_factor: 1.0, beta_fast: 32.0, beta_slow: 1.0, fused_in_place: true };
+            check("rope (2026 order)", ne, -1.0, 1.0, |d, a| super::rope::rope(&s, d, a, pos, None, &p));
         }
     }
 }

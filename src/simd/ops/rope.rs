@@ -15,10 +15,21 @@ pub fn supports(n: &Node) -> bool {
         && n_dims > 0 && n_dims as usize <= a.ne[0] && n_dims % 2 == 0 && a.ne[3] == 1
         && n.src[1].is_some_and(|p| p.ty == I32 && p.ne[0] >= a.ne[2])
         && n.src[2].is_none_or(|f| f.ty == F32)
+        && !(n.order.rope_rotate_pairs && mode == 0 && !rotate_pairs_all_fused(n_dims as usize / 2))
 }
 
+/// 2026's normal-mode `rotate_pairs` as GCC vectorizes it for AVX2 fuses every pair of a row of
+/// an even number of pairs, at least [`ROTATE_PAIRS_MIN`]; an odd last pair and short rows take
+/// rounded products (seen in the disassembly, not reproduced here): those ROPEs are declined.
+fn rotate_pairs_all_fused(pairs: usize) -> bool {
+    pairs % 2 == 0 && pairs >= ROTATE_PAIRS_MIN
+}
+const ROTATE_PAIRS_MIN: usize = 8;
+
 pub fn compute(s: &Session, n: &Node) -> bool {
-    rope(s, n.dst, n.src(0), n.src(1), n.src[2], &RopeParams::from_op_params(&n.params))
+    let mut p = RopeParams::from_op_params(&n.params);
+    p.fused_in_place = n.order.rope_rotate_pairs;
+    rope(s, n.dst, n.src(0), n.src(1), n.src[2], &p)
 }
 
 pub const MODE_NEOX: i32 = 2;
@@ -33,6 +44,8 @@ pub struct RopeParams {
     pub attn_factor: f32,
     pub beta_fast: f32,
     pub beta_slow: f32,
+    /// The normal mode fuses in place too (2026's `rotate_pairs`, `CpuOrder::rope_rotate_pairs`).
+    pub fused_in_place: bool,
 }
 
 impl RopeParams {
@@ -47,6 +60,7 @@ impl RopeParams {
             attn_factor: param_f32(p, 8),
             beta_fast: param_f32(p, 9),
             beta_slow: param_f32(p, 10),
+            fused_in_place: false,
         }
     }
 }
@@ -120,7 +134,8 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
     // guarded by a runtime check that dst and src do not overlap; in place it runs the fallback
     // loop, which GCC compiles with rounded products (mul, mul, addsub). NeoX mode is fused both
     // ways. Matching that keeps in-place ROPE bit-identical to the host too.
-    let contract = !(in_place && !neox && cfg!(target_arch = "x86_64"));
+    // The 2026 revision's rotate_pairs is vectorized in place as well (`fused_in_place`).
+    let contract = !(in_place && !neox && !p.fused_in_place && cfg!(target_arch = "x86_64"));
     for_rows(s, n_tasks, dst.nelements(), |t| {
         let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
         let position = pos.read_i32(i2, 0, 0, 0) as f32;
