@@ -103,7 +103,12 @@ if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
       COMMAND bash "${_run_assistant}" compare "${_out}/assistant" "$<TARGET_FILE:assistant_static>"
               -- ${GGML_RS_ASSISTANT_ARGS})
   set_tests_properties(host_assistant_simd PROPERTIES
-      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd"
+      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd")
+  if(GGML_RS_REV2026_LM)  # 2026: ggml-cpu keeps the ops SIMD declines
+    set_property(TEST host_assistant_simd APPEND PROPERTY
+        ENVIRONMENT "GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN")
+  endif()
+  set_tests_properties(host_assistant_simd PROPERTIES
       TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
       FIXTURES_REQUIRED host_assistant_ref)
 endif()
