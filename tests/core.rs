@@ -183,7 +183,10 @@ fn null_handles_get_no_values() {
     lm::lm_ggml_backend_event_free(null_mut());
     lm::lm_ggml_backend_free(null_mut());
     wsp::wsp_ggml_backend_unload(null_mut());
+    #[cfg(not(feature = "lm-2026"))]
     assert!(lm::lm_ggml_backend_sched_new(null_mut(), null_mut(), 1, 16, false).is_null());
+    #[cfg(feature = "lm-2026")] // 2026: sched_new(..., parallel, op_offload)
+    assert!(lm::lm_ggml_backend_sched_new(null_mut(), null_mut(), 1, 16, false, true).is_null());
     assert_eq!(wsp::wsp_ggml_backend_sched_get_n_splits(null_mut()), 0);
 }
 

@@ -5,6 +5,12 @@
 use ggml_backend_rs::abi::*;
 use ggml_backend_rs::ffi::{lm, wsp};
 
+/// The revision the `wsp_` exports serve in this build.
+#[cfg(not(feature = "wsp-2026"))]
+type W = Wsp;
+#[cfg(feature = "wsp-2026")]
+type W = Wsp26;
+
 #[test]
 fn injected_callback_panics_become_no_values() {
     std::env::set_var("GGML_RS_FAULT_PANIC", "lm_cpu_buft.alloc_buffer,wsp_cpu_buffer.set_tensor,wsp_cpu_buffer.get_base");
@@ -28,7 +34,7 @@ fn injected_callback_panics_become_no_values() {
     let (set, base) = unsafe { ((*wb).iface.set_tensor.unwrap(), (*wb).iface.get_base.unwrap()) };
     // SAFETY: as above.
     assert!(unsafe { base(wb) }.is_null(), "get_base panicked: NULL");
-    let mut t: Tensor<Wsp> = Tensor::with_layout(0, [16, 1, 1, 1], [4, 64, 64, 64]);
+    let mut t: Tensor<W> = Tensor::with_layout(0, [16, 1, 1, 1], [4, 64, 64, 64]);
     t.buffer = wb;
     t.data = std::ptr::null_mut(); // a write through it would crash: the panic comes first
     let src = [1.0f32; 16];
