@@ -107,3 +107,67 @@ if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
       TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
       FIXTURES_REQUIRED host_assistant_ref)
 endif()
+
+# Both hosts at the same time (assistant.cpp --rounds / --cycles): whisper.rn transcribing on one
+# thread while llama.rn generates on another, on one copy of the library. One compute thread per
+# host, so the two computes share this 2-core machine without oversubscribing it (4 threads on 2
+# cores is scripts/bench-threads.sh's subject); whisper.cpp's output depends on its thread count,
+# hence a stock reference of its own at one thread.
+#   host_assistant_stock_1t          the stock pair one after the other at -t 1, twice, identical
+#   host_assistant_concurrent        assistant_static / _shared: the sequential run bitwise equal to
+#                                    that reference, then 3 rounds of both hosts at once, each equal
+#                                    to the sequential run (the last round's files compared again)
+#   host_assistant_concurrent_simd   the same on assistant_static with GGML_RS_SIMD=1
+#   host_assistant_cycles[_simd|_shared]  24 load/compute-at-once/free cycles of both models, each
+#                                    cycle's outputs equal to the first run's, peak RSS and RSS after
+#                                    free flat after 4 warm-up cycles (slack 8 MiB). The stand-in
+#                                    whisper model (random-weight tiny, 16 tokens) keeps a cycle
+#                                    near one second; SmolLM2 is the real one (64 prompt tokens, 8
+#                                    generated).
+if(_assistant_modes)
+  add_test(NAME host_assistant_stock_1t
+      COMMAND bash "${_run_assistant}" reference "${_out}/assistant_1t"
+              "$<TARGET_FILE:whisper_driver_stock>" "$<TARGET_FILE:llama_driver_stock>"
+              -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_stock_1t PROPERTIES
+      ENVIRONMENT "ASSISTANT_THREADS=1"
+      TIMEOUT 900 LABELS "host;assistant;concurrent;stock" RUN_SERIAL TRUE
+      FIXTURES_SETUP host_assistant_ref_1t)
+  add_test(NAME host_assistant_concurrent
+      COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" ${exes} -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_concurrent PROPERTIES
+      ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent;ASSISTANT_ARGS=--rounds 3"
+      TIMEOUT 900 LABELS "host;assistant;concurrent;${_assistant_modes}" RUN_SERIAL TRUE
+      FIXTURES_REQUIRED host_assistant_ref_1t)
+  if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
+    add_test(NAME host_assistant_concurrent_simd
+        COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" "$<TARGET_FILE:assistant_static>"
+                -- ${GGML_RS_ASSISTANT_ARGS})
+    set_tests_properties(host_assistant_concurrent_simd PROPERTIES
+        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3"
+        TIMEOUT 900 LABELS "host;assistant;concurrent;simd;static" RUN_SERIAL TRUE
+        FIXTURES_REQUIRED host_assistant_ref_1t)
+  endif()
+  set(_cycles_args --whisper-model "${GGML_RS_WHISPER_MODEL}" --wav "${GGML_RS_WHISPER_WAV}"
+      --llama-model "${GGML_RS_LLAMA_MODEL}" -t 1 --max-tokens 16 -p 64 -n 8 --cycles 24)
+  foreach(_case static:cpu static:simd shared:cpu)
+    string(REPLACE ":" ";" _case "${_case}")
+    list(GET _case 0 _m)
+    list(GET _case 1 _compute)
+    if(NOT _m IN_LIST _assistant_modes)
+      continue()
+    endif()
+    set(_name host_assistant_cycles)
+    set(_env "")
+    if(_compute STREQUAL "simd")
+      set(_name ${_name}_simd)
+      set(_env "GGML_RS_SIMD=1")
+    elseif(_m STREQUAL "shared")
+      set(_name ${_name}_shared)
+    endif()
+    add_test(NAME ${_name} COMMAND "$<TARGET_FILE:assistant_${_m}>" ${_cycles_args})
+    set_tests_properties(${_name} PROPERTIES
+        ENVIRONMENT "${_env}" TIMEOUT 600 LABELS "host;assistant;concurrent;${_m}" RUN_SERIAL TRUE
+        PASS_REGULAR_EXPRESSION "CONCURRENT .* cycles=24 cycles_same=24 .* rss=flat")
+  endforeach()
+endif()

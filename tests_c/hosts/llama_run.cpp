@@ -12,6 +12,7 @@
 //             generated token)
 
 #include "llama_run.h"
+#include "digest.h"
 #include "log_lines.h"
 
 #include "llama.h"
@@ -57,16 +58,6 @@ void log_cb(enum lm_ggml_log_level level, const char * text, void * ud) {
             st->compute_buffer_mib += atof(line.c_str() + p + strlen("compute buffer size ="));
         }
     });
-}
-
-uint64_t fnv1a(const void * data, size_t n) {
-    const unsigned char * p = static_cast<const unsigned char *>(data);
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 llama_token argmax(const float * logits, int n_vocab) {
@@ -162,6 +153,8 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     const llama_job & job = s->job;
     const int n_vocab = llama_n_vocab(s->model);
     rep = llama_report();
+    // a session runs more than once (the assistant's rounds): every run starts from an empty cache
+    llama_kv_cache_clear(s->ctx);
 
     std::vector<llama_token> prompt;
     if (p.fixed_paragraph) {
@@ -246,24 +239,27 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     rep.sched_splits = s->ls.splits;
     rep.simd_splits = s->ls.simd_splits;
 
+    // the output file's bytes, hashed into rep.digest whether or not a file is written
+    digest_writer out;
     if (!job.out_path.empty()) {
-        FILE * f = fopen(job.out_path.c_str(), "wb");
-        if (!f) {
+        out.f = fopen(job.out_path.c_str(), "wb");
+        if (!out.f) {
             fprintf(stderr, "llama: cannot write %s\n", job.out_path.c_str());
             return false;
         }
-        const char magic[8] = {'L', 'M', 'D', 'R', 'V', '1', 0, 0};
-        int32_t hdr[3] = {n_prompt, job.n_gen, n_vocab};
-        fwrite(magic, 1, 8, f);
-        fwrite(hdr, sizeof(int32_t), 3, f);
-        fwrite(prompt.data(), sizeof(llama_token), prompt.size(), f);
-        fwrite(rep.generated.data(), sizeof(llama_token), rep.generated.size(), f);
-        fwrite(hashes.data(), sizeof(uint64_t), hashes.size(), f);
-        fwrite(logits, sizeof(float), n_vocab, f);
-        if (fclose(f) != 0) {
-            fprintf(stderr, "llama: write error on %s\n", job.out_path.c_str());
-            return false;
-        }
+    }
+    const char magic[8] = {'L', 'M', 'D', 'R', 'V', '1', 0, 0};
+    int32_t hdr[3] = {n_prompt, job.n_gen, n_vocab};
+    out.put(magic, 1, 8);
+    out.put(hdr, sizeof(int32_t), 3);
+    out.put(prompt.data(), sizeof(llama_token), prompt.size());
+    out.put(rep.generated.data(), sizeof(llama_token), rep.generated.size());
+    out.put(hashes.data(), sizeof(uint64_t), hashes.size());
+    out.put(logits, sizeof(float), n_vocab);
+    rep.digest = out.digest.h;
+    if (out.f && fclose(out.f) != 0) {
+        fprintf(stderr, "llama: write error on %s\n", job.out_path.c_str());
+        return false;
     }
     return true;
 }
