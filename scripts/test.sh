@@ -74,6 +74,13 @@ stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=R
 stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
 stage "ctest" ctest_timed
 
+# ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
+# std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
+# GGML_RS_SKIP_TSAN=1 skips it.
+if [ "${GGML_RS_SKIP_TSAN:-0}" != 1 ]; then
+  stage "ThreadSanitizer, both hosts (tsan.sh)" bash scripts/tsan.sh "$@"
+fi
+
 # The 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4; docs/revision-2026.md).
 # Always: the library built with its 2026 features (its layouts were checked against the three
 # packages' headers by `cargo test` above, tests/layout.rs). The full stage — the C suites, the real

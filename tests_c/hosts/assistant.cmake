@@ -171,3 +171,37 @@ if(_assistant_modes)
         PASS_REGULAR_EXPRESSION "CONCURRENT .* cycles=24 cycles_same=24 .* rss=flat")
   endforeach()
 endif()
+
+# ThreadSanitizer on both hosts at once (scripts/tsan.sh configures this with the library built by
+# cargo with -Zsanitizer=thread, GGML_RS_TSAN_LIB, and the matching runtime, GGML_RS_TSAN_RUNTIME):
+# assistant_tsan is assistant_static's objects (the hosts uninstrumented) linked with that library;
+# tsan_control races inside the library on purpose. host_assistant_tsan (label tsan) runs the
+# control, which must be reported with library frames, then the concurrent rounds and two cycles
+# with ggml-cpu and with GGML_RS_SIMD=1, whose reports must name no library frame.
+set(GGML_RS_TSAN_LIB "" CACHE FILEPATH "libggml_backend_rs.a built with -Zsanitizer=thread (scripts/tsan.sh)")
+set(GGML_RS_TSAN_RUNTIME "" CACHE FILEPATH "the ThreadSanitizer runtime archive matching GGML_RS_TSAN_LIB's rustc")
+if(GGML_RS_TSAN_LIB AND GGML_RS_TSAN_RUNTIME AND "static" IN_LIST _assistant_modes)
+  set(_tsan_link
+      -Wl,--start-group -Wl,--whole-archive lm_core_static wsp_core_static -Wl,--no-whole-archive
+      "${GGML_RS_TSAN_LIB}" -Wl,--end-group
+      -Wl,--whole-archive "${GGML_RS_TSAN_RUNTIME}" -Wl,--no-whole-archive pthread dl m rt stdc++ ${_assistant_dup})
+  ggml_rs_host_objects(lm static _lm_objs)
+  ggml_rs_host_objects(wsp static _wsp_objs)
+  add_executable(assistant_tsan EXCLUDE_FROM_ALL assistant.cpp
+      $<TARGET_OBJECTS:llama_run_static> $<TARGET_OBJECTS:whisper_run_static>
+      $<TARGET_OBJECTS:${_lm_objs}> $<TARGET_OBJECTS:${_wsp_objs}>)
+  set_target_properties(assistant_tsan PROPERTIES LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_options(assistant_tsan PRIVATE -O2 -pthread)
+  target_compile_definitions(assistant_tsan PRIVATE GGML_RS_HOST_MODE="tsan")
+  target_link_libraries(assistant_tsan PRIVATE ${_tsan_link})
+  add_executable(tsan_control EXCLUDE_FROM_ALL tsan_control.c)
+  target_include_directories(tsan_control BEFORE PRIVATE $<TARGET_PROPERTY:lm_core_static,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_compile_definitions(tsan_control PRIVATE $<TARGET_PROPERTY:lm_core_static,INTERFACE_COMPILE_DEFINITIONS>)
+  set_target_properties(tsan_control PROPERTIES LINKER_LANGUAGE CXX)
+  target_link_libraries(tsan_control PRIVATE ${_tsan_link})
+  add_test(NAME host_assistant_tsan
+      COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-tsan.sh" "${_out}/tsan"
+              "$<TARGET_FILE:tsan_control>" "$<TARGET_FILE:assistant_tsan>" -- ${_cycles_args})
+  set_tests_properties(host_assistant_tsan PROPERTIES
+      TIMEOUT 900 LABELS "host;assistant;concurrent;tsan" RUN_SERIAL TRUE)
+endif()
