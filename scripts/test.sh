@@ -72,7 +72,7 @@ stage "cargo test" cargo test --release
 stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_RS_FUZZ_TEST_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" "$@"
 stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
-stage "ctest" ctest_timed
+stage "ctest" ctest_timed -LE tsan  # host_assistant_tsan: the ThreadSanitizer stage below
 
 # ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
 # std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
