@@ -14,6 +14,7 @@
 
 #include "llama_run.h"
 #include "digest.h"
+#include "llama_output.h"
 #include "log_lines.h"
 
 #include "llama.h"
@@ -248,29 +249,7 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     rep.sched_splits = s->ls.splits;
     rep.simd_splits = s->ls.simd_splits;
 
-    // the output file's bytes, hashed into rep.digest whether or not a file is written
-    digest_writer out;
-    if (!job.out_path.empty()) {
-        out.f = fopen(job.out_path.c_str(), "wb");
-        if (!out.f) {
-            fprintf(stderr, "llama: cannot write %s\n", job.out_path.c_str());
-            return false;
-        }
-    }
-    const char magic[8] = {'L', 'M', 'D', 'R', 'V', '1', 0, 0};
-    int32_t hdr[3] = {n_prompt, job.n_gen, n_vocab};
-    out.put(magic, 1, 8);
-    out.put(hdr, sizeof(int32_t), 3);
-    out.put(prompt.data(), sizeof(llama_token), prompt.size());
-    out.put(rep.generated.data(), sizeof(llama_token), rep.generated.size());
-    out.put(hashes.data(), sizeof(uint64_t), hashes.size());
-    out.put(logits, sizeof(float), n_vocab);
-    rep.digest = out.digest.h;
-    if (out.f && fclose(out.f) != 0) {
-        fprintf(stderr, "llama: write error on %s\n", job.out_path.c_str());
-        return false;
-    }
-    return true;
+    return llama_output_write(job.out_path, prompt, job.n_gen, n_vocab, rep.generated, hashes, logits, rep.digest);
 }
 
 int llama_session_lines_logged(const llama_session * s) {
