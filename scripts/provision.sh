@@ -10,8 +10,9 @@
 #            Rust (rustup, when cargo is missing)
 #   hosts    npm (only while .cache/npm lacks the two host tarballs)
 #   speech   espeak-ng (speaks the sentences), sox (converts a user's recording to 16 kHz mono)
-#   test     valgrind, clang + its libFuzzer/ASan runtime, a JDK's jni.h, ruby, file, libc++ headers,
-#            aarch64 libc headers (scripts/test.sh's valgrind, fuzz, integrate and size stages)
+#   test     valgrind, clang + its libFuzzer/ASan runtime, llvm-symbolizer, a JDK's jni.h, ruby, file,
+#            libc++ headers, aarch64 libc headers, rustup's rust-src (scripts/test.sh's valgrind,
+#            fuzz, ThreadSanitizer, integrate and size stages)
 #   aarch64  qemu-user, gcc-aarch64-linux-gnu, rustup target aarch64-unknown-linux-gnu
 #   cross    clang, file, the four phone rustup targets, rustup's llvm-tools and rust-src
 #   all      everything above (.ci/run)
@@ -112,6 +113,7 @@ prov_part_speech() {
 prov_part_test() {
   prov_have valgrind || prov_need+=(valgrind)
   prov_have clang || prov_need+=(clang)
+  prov_have llvm-symbolizer || prov_need+=(llvm)
   prov_have file || prov_need+=(file)
   prov_have ruby || prov_need+=(ruby)
   ls /usr/lib/jvm/*/include/jni.h >/dev/null 2>&1 || prov_need+=(default-jdk-headless)
@@ -213,7 +215,10 @@ provision() {
       hash -r
     fi
   fi
-  if [[ " ${parts[*]} " == *" test "* ]]; then prov_fuzz_runtime || return 1; fi
+  if [[ " ${parts[*]} " == *" test "* ]]; then
+    prov_fuzz_runtime || return 1
+    prov_rustup_components rust-src # scripts/tsan.sh builds std with ThreadSanitizer
+  fi
   if [[ " ${parts[*]} " == *" aarch64 "* ]]; then prov_rustup_targets aarch64-unknown-linux-gnu; fi
   if [[ " ${parts[*]} " == *" cross "* ]]; then
     prov_rustup_targets aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios

@@ -72,7 +72,14 @@ stage "cargo test" cargo test --release
 stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_RS_FUZZ_TEST_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" "$@"
 stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
-stage "ctest" ctest_timed
+stage "ctest" ctest_timed -LE tsan  # host_assistant_tsan: the ThreadSanitizer stage below
+
+# ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
+# std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
+# GGML_RS_SKIP_TSAN=1 skips it.
+if [ "${GGML_RS_SKIP_TSAN:-0}" != 1 ]; then
+  stage "ThreadSanitizer, both hosts (tsan.sh)" bash scripts/tsan.sh "$@"
+fi
 
 # The 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4; docs/revision-2026.md),
 # in its own build directory ($BUILD_DIR-rev2026, scripts/test-rev2026.sh). By default a bounded

@@ -112,3 +112,101 @@ if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
       TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
       FIXTURES_REQUIRED host_assistant_ref)
 endif()
+
+# Both hosts at the same time (assistant.cpp --rounds / --cycles): whisper.rn transcribing on one
+# thread while llama.rn generates on another, on one copy of the library. One compute thread per
+# host, so the two computes share this 2-core machine without oversubscribing it (4 threads on 2
+# cores is scripts/bench-threads.sh's subject); whisper.cpp's output depends on its thread count,
+# hence a stock reference of its own at one thread.
+#   host_assistant_stock_1t          the stock pair one after the other at -t 1, twice, identical
+#   host_assistant_concurrent        assistant_static / _shared: the sequential run bitwise equal to
+#                                    that reference, then 3 rounds of both hosts at once, each equal
+#                                    to the sequential run (the last round's files compared again)
+#   host_assistant_concurrent_simd   the same on assistant_static with GGML_RS_SIMD=1
+#   host_assistant_cycles[_simd|_shared]  24 load/compute-at-once/free cycles of both models, each
+#                                    cycle's outputs equal to the first run's, peak RSS and RSS after
+#                                    free flat after 4 warm-up cycles (slack 8 MiB). The stand-in
+#                                    whisper model (random-weight tiny, 16 tokens) keeps a cycle
+#                                    near one second; SmolLM2 is the real one (64 prompt tokens, 8
+#                                    generated).
+if(_assistant_modes)
+  add_test(NAME host_assistant_stock_1t
+      COMMAND bash "${_run_assistant}" reference "${_out}/assistant_1t"
+              "$<TARGET_FILE:whisper_driver_stock>" "$<TARGET_FILE:llama_driver_stock>"
+              -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_stock_1t PROPERTIES
+      ENVIRONMENT "ASSISTANT_THREADS=1"
+      TIMEOUT 900 LABELS "host;assistant;concurrent;stock" RUN_SERIAL TRUE
+      FIXTURES_SETUP host_assistant_ref_1t)
+  add_test(NAME host_assistant_concurrent
+      COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" ${exes} -- ${GGML_RS_ASSISTANT_ARGS})
+  set_tests_properties(host_assistant_concurrent PROPERTIES
+      ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent;ASSISTANT_ARGS=--rounds 3"
+      TIMEOUT 900 LABELS "host;assistant;concurrent;${_assistant_modes}" RUN_SERIAL TRUE
+      FIXTURES_REQUIRED host_assistant_ref_1t)
+  if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
+    add_test(NAME host_assistant_concurrent_simd
+        COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" "$<TARGET_FILE:assistant_static>"
+                -- ${GGML_RS_ASSISTANT_ARGS})
+    set_tests_properties(host_assistant_concurrent_simd PROPERTIES
+        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3"
+        TIMEOUT 900 LABELS "host;assistant;concurrent;simd;static" RUN_SERIAL TRUE
+        FIXTURES_REQUIRED host_assistant_ref_1t)
+  endif()
+  set(_cycles_args --whisper-model "${GGML_RS_WHISPER_MODEL}" --wav "${GGML_RS_WHISPER_WAV}"
+      --llama-model "${GGML_RS_LLAMA_MODEL}" -t 1 --max-tokens 16 -p 64 -n 8 --cycles 24)
+  foreach(_case static:cpu static:simd shared:cpu)
+    string(REPLACE ":" ";" _case "${_case}")
+    list(GET _case 0 _m)
+    list(GET _case 1 _compute)
+    if(NOT _m IN_LIST _assistant_modes)
+      continue()
+    endif()
+    set(_name host_assistant_cycles)
+    set(_env "")
+    if(_compute STREQUAL "simd")
+      set(_name ${_name}_simd)
+      set(_env "GGML_RS_SIMD=1")
+    elseif(_m STREQUAL "shared")
+      set(_name ${_name}_shared)
+    endif()
+    add_test(NAME ${_name} COMMAND "$<TARGET_FILE:assistant_${_m}>" ${_cycles_args})
+    set_tests_properties(${_name} PROPERTIES
+        ENVIRONMENT "${_env}" TIMEOUT 600 LABELS "host;assistant;concurrent;${_m}" RUN_SERIAL TRUE
+        PASS_REGULAR_EXPRESSION "CONCURRENT .* cycles=24 cycles_same=24 .* rss=flat")
+  endforeach()
+endif()
+
+# ThreadSanitizer on both hosts at once (scripts/tsan.sh configures this with the library built by
+# cargo with -Zsanitizer=thread, GGML_RS_TSAN_LIB, and the matching runtime, GGML_RS_TSAN_RUNTIME):
+# assistant_tsan is assistant_static's objects (the hosts uninstrumented) linked with that library;
+# tsan_control races inside the library on purpose. host_assistant_tsan (label tsan) runs the
+# control, which must be reported with library frames, then the concurrent rounds and two cycles
+# with ggml-cpu and with GGML_RS_SIMD=1, whose reports must name no library frame.
+set(GGML_RS_TSAN_LIB "" CACHE FILEPATH "libggml_backend_rs.a built with -Zsanitizer=thread (scripts/tsan.sh)")
+set(GGML_RS_TSAN_RUNTIME "" CACHE FILEPATH "the ThreadSanitizer runtime archive matching GGML_RS_TSAN_LIB's rustc")
+if(GGML_RS_TSAN_LIB AND GGML_RS_TSAN_RUNTIME AND "static" IN_LIST _assistant_modes)
+  set(_tsan_link
+      -Wl,--start-group -Wl,--whole-archive lm_core_static wsp_core_static -Wl,--no-whole-archive
+      "${GGML_RS_TSAN_LIB}" -Wl,--end-group
+      -Wl,--whole-archive "${GGML_RS_TSAN_RUNTIME}" -Wl,--no-whole-archive pthread dl m rt stdc++ ${_assistant_dup})
+  ggml_rs_host_objects(lm static _lm_objs)
+  ggml_rs_host_objects(wsp static _wsp_objs)
+  add_executable(assistant_tsan EXCLUDE_FROM_ALL assistant.cpp
+      $<TARGET_OBJECTS:llama_run_static> $<TARGET_OBJECTS:whisper_run_static>
+      $<TARGET_OBJECTS:${_lm_objs}> $<TARGET_OBJECTS:${_wsp_objs}>)
+  set_target_properties(assistant_tsan PROPERTIES LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
+  target_compile_options(assistant_tsan PRIVATE -O2 -pthread)
+  target_compile_definitions(assistant_tsan PRIVATE GGML_RS_HOST_MODE="tsan")
+  target_link_libraries(assistant_tsan PRIVATE ${_tsan_link})
+  add_executable(tsan_control EXCLUDE_FROM_ALL tsan_control.c)
+  target_include_directories(tsan_control BEFORE PRIVATE $<TARGET_PROPERTY:lm_core_static,INTERFACE_INCLUDE_DIRECTORIES>)
+  target_compile_definitions(tsan_control PRIVATE $<TARGET_PROPERTY:lm_core_static,INTERFACE_COMPILE_DEFINITIONS>)
+  set_target_properties(tsan_control PROPERTIES LINKER_LANGUAGE CXX)
+  target_link_libraries(tsan_control PRIVATE ${_tsan_link})
+  add_test(NAME host_assistant_tsan
+      COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-tsan.sh" "${_out}/tsan"
+              "$<TARGET_FILE:tsan_control>" "$<TARGET_FILE:assistant_tsan>" -- ${_cycles_args})
+  set_tests_properties(host_assistant_tsan PROPERTIES
+      TIMEOUT 900 LABELS "host;assistant;concurrent;tsan" RUN_SERIAL TRUE)
+endif()

@@ -12,6 +12,8 @@
 //             generated token)
 
 #include "llama_run.h"
+#include "digest.h"
+#include "llama_output.h"
 #include "log_lines.h"
 
 #include "llama.h"
@@ -57,16 +59,6 @@ void log_cb(enum lm_ggml_log_level level, const char * text, void * ud) {
             st->compute_buffer_mib += atof(line.c_str() + p + strlen("compute buffer size ="));
         }
     });
-}
-
-uint64_t fnv1a(const void * data, size_t n) {
-    const unsigned char * p = static_cast<const unsigned char *>(data);
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; ++i) {
-        h ^= p[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
 }
 
 llama_token argmax(const float * logits, int n_vocab) {
@@ -162,6 +154,8 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     const llama_job & job = s->job;
     const int n_vocab = llama_n_vocab(s->model);
     rep = llama_report();
+    // a session runs more than once (the assistant's rounds): every run starts from an empty cache
+    llama_kv_cache_clear(s->ctx);
 
     std::vector<llama_token> prompt;
     if (p.fixed_paragraph) {
@@ -246,26 +240,7 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     rep.sched_splits = s->ls.splits;
     rep.simd_splits = s->ls.simd_splits;
 
-    if (!job.out_path.empty()) {
-        FILE * f = fopen(job.out_path.c_str(), "wb");
-        if (!f) {
-            fprintf(stderr, "llama: cannot write %s\n", job.out_path.c_str());
-            return false;
-        }
-        const char magic[8] = {'L', 'M', 'D', 'R', 'V', '1', 0, 0};
-        int32_t hdr[3] = {n_prompt, job.n_gen, n_vocab};
-        fwrite(magic, 1, 8, f);
-        fwrite(hdr, sizeof(int32_t), 3, f);
-        fwrite(prompt.data(), sizeof(llama_token), prompt.size(), f);
-        fwrite(rep.generated.data(), sizeof(llama_token), rep.generated.size(), f);
-        fwrite(hashes.data(), sizeof(uint64_t), hashes.size(), f);
-        fwrite(logits, sizeof(float), n_vocab, f);
-        if (fclose(f) != 0) {
-            fprintf(stderr, "llama: write error on %s\n", job.out_path.c_str());
-            return false;
-        }
-    }
-    return true;
+    return llama_output_write(job.out_path, prompt, job.n_gen, n_vocab, rep.generated, hashes, logits, rep.digest);
 }
 
 int llama_session_lines_logged(const llama_session * s) {

@@ -6,6 +6,7 @@
 // llama.h, whose lm_ggml headers must not meet whisper.rn's wsp_ggml ones in one translation unit.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,13 +40,15 @@ struct llama_report {
     double compute_buffer_mib = 0;
     // scheduler splits printed with LM_GGML_SCHED_DEBUG=1, and how many of them ran on SIMD
     int sched_splits = 0, simd_splits = 0;
+    // FNV-1a of the bytes of the driver's output file (written or not): runs compare by it
+    uint64_t digest = 0;
 };
 
 struct llama_session;
 
 // Loads the model and makes a context; NULL (after a message on stderr) on failure.
 llama_session * llama_session_open(const llama_job & job);
-// Evaluates the prompt, generates job.n_gen tokens greedily (argmax, lowest id on ties; EOS does
+// Clears the context's cache, evaluates the prompt, generates job.n_gen tokens greedily (argmax, lowest id on ties; EOS does
 // not stop it) and writes the job's output files; false on failure.
 bool llama_session_run(llama_session * s, const llama_prompt & prompt, llama_report & rep);
 // Lines the lm logger (llama_log_set) has received so far.

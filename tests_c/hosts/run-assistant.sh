@@ -18,6 +18,9 @@
 #      (<outdir>/{whisper,llama}_<mode><tag>.bin, default empty); ASSISTANT_SIMD=1 runs the
 #      assistants with GGML_RS_SIMD=1 and LM_/WSP_GGML_SCHED_DEBUG=1 and also requires that both
 #      hosts' schedulers printed splits and that every one of them ran on SIMD.
+#      ASSISTANT_ARGS adds arguments to the compare runs: "--rounds N --cycles N" (both hosts at once,
+#      then load/compute/free cycles: assistant.cpp) also requires the assistant's CONCURRENT line
+#      to say every round and cycle gave the sequential run's outputs and the RSS stayed flat.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -99,7 +102,7 @@ case "$what" in
       envs=()
       [[ "${ASSISTANT_SIMD:-0}" == 1 ]] && envs=(GGML_RS_SIMD=1 LM_GGML_SCHED_DEBUG=1 WSP_GGML_SCHED_DEBUG=1)
       if ! env "${envs[@]}" "$exe" --whisper-model "$wmodel" --wav "$wav" --llama-model "$lmodel" -t "$threads" \
-          --max-tokens "$max_tokens" -p "$n_prompt" -n "$n_gen" --check-loggers \
+          --max-tokens "$max_tokens" -p "$n_prompt" -n "$n_gen" --check-loggers ${ASSISTANT_ARGS:-} \
           --whisper-out "$out/whisper_$mode.bin" --llama-out "$out/llama_$mode.bin" >"$log" 2>&1; then
         cat "$log"
         echo "FAIL: $name exited with an error" >&2
@@ -137,6 +140,15 @@ case "$what" in
             echo "OK: $mode: all $n $h scheduler splits ran on SIMD"
           fi
         done
+      fi
+      if [[ "${ASSISTANT_ARGS:-}" == *--rounds* || "${ASSISTANT_ARGS:-}" == *--cycles* ]]; then
+        conc="$(grep '^CONCURRENT ' "$log")"
+        if [[ -z "$conc" ]]; then
+          echo "FAIL: $mode: no CONCURRENT line (ASSISTANT_ARGS: $ASSISTANT_ARGS)" >&2
+          ok=0
+        else
+          echo "OK: $mode: ${conc#CONCURRENT }"
+        fi
       fi
       if ((ok)); then
         echo "OK: assistant $mode: transcript, llama tokens and logits bit-identical to the stock pair"

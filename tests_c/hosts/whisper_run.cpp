@@ -12,6 +12,7 @@
 //     int32  text length, then the segment text bytes
 
 #include "whisper_run.h"
+#include "digest.h"
 #include "log_lines.h"
 
 #include "whisper.h"
@@ -159,37 +160,38 @@ bool whisper_session_run(whisper_session * s, whisper_report & rep) {
     }
 
     rep.n_segments = whisper_full_n_segments(s->ctx);
-    FILE * f = nullptr;
+    // the output file's bytes, hashed into rep.digest whether or not a file is written
+    digest_writer out;
     if (!job.out_path.empty()) {
-        f = fopen(job.out_path.c_str(), "wb");
-        if (!f) {
+        out.f = fopen(job.out_path.c_str(), "wb");
+        if (!out.f) {
             fprintf(stderr, "whisper: cannot write %s\n", job.out_path.c_str());
             return false;
         }
-        const char magic[8] = {'W', 'S', 'D', 'R', 'V', '1', 0, 0};
-        fwrite(magic, 1, 8, f);
-        int32_t ns = rep.n_segments;
-        fwrite(&ns, sizeof(ns), 1, f);
     }
+    const char magic[8] = {'W', 'S', 'D', 'R', 'V', '1', 0, 0};
+    out.put(magic, 1, 8);
+    const int32_t ns = rep.n_segments;
+    out.put(&ns, sizeof(ns), 1);
     for (int seg = 0; seg < rep.n_segments; ++seg) {
         const int32_t n_tok = whisper_full_n_tokens(s->ctx, seg);
         rep.n_tokens += n_tok;
         const char * text = whisper_full_get_segment_text(s->ctx, seg);
         rep.transcript += text ? text : "";
-        if (!f) continue;
-        fwrite(&n_tok, sizeof(n_tok), 1, f);
+        out.put(&n_tok, sizeof(n_tok), 1);
         for (int i = 0; i < n_tok; ++i) {
             const whisper_token_data td = whisper_full_get_token_data(s->ctx, seg, i);
             const int32_t ids[2] = {td.id, td.tid};
             const float ps[4] = {td.p, td.plog, td.pt, td.ptsum};
-            fwrite(ids, sizeof(int32_t), 2, f);
-            fwrite(ps, sizeof(float), 4, f);
+            out.put(ids, sizeof(int32_t), 2);
+            out.put(ps, sizeof(float), 4);
         }
         const int32_t len = text ? (int32_t) strlen(text) : 0;
-        fwrite(&len, sizeof(len), 1, f);
-        if (len) fwrite(text, 1, len, f);
+        out.put(&len, sizeof(len), 1);
+        if (len) out.put(text, 1, len);
     }
-    if (f && fclose(f) != 0) {
+    rep.digest = out.digest.h;
+    if (out.f && fclose(out.f) != 0) {
         fprintf(stderr, "whisper: write error on %s\n", job.out_path.c_str());
         return false;
     }

@@ -6,6 +6,7 @@
 // whisper.h, whose wsp_ggml headers must not meet llama.rn's lm_ggml ones in one translation unit.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 struct whisper_job {
@@ -27,6 +28,8 @@ struct whisper_report {
     int lines_logged = 0;        // lines the wsp logger (whisper_log_set) received
     // scheduler splits printed with WSP_GGML_SCHED_DEBUG=1, and how many of them ran on SIMD
     int sched_splits = 0, simd_splits = 0;
+    // FNV-1a of the bytes of the driver's output file (written or not): runs compare by it
+    uint64_t digest = 0;
 };
 
 struct whisper_session;
