@@ -152,6 +152,10 @@ if(_assistant_modes)
         ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3"
         TIMEOUT 900 LABELS "host;assistant;concurrent;simd;static" RUN_SERIAL TRUE
         FIXTURES_REQUIRED host_assistant_ref_1t)
+    if(GGML_RS_REV2026_LM)  # 2026: ggml-cpu keeps the ops SIMD declines
+      set_property(TEST host_assistant_concurrent_simd APPEND PROPERTY
+          ENVIRONMENT "GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN")
+    endif()
   endif()
   set(_cycles_args --whisper-model "${GGML_RS_WHISPER_MODEL}" --wav "${GGML_RS_WHISPER_WAV}"
       --llama-model "${GGML_RS_LLAMA_MODEL}" -t 1 --max-tokens 16 -p 64 -n 8 --cycles 24)
