@@ -22,7 +22,7 @@ pub fn supports(n: &Node) -> bool {
 /// an even number of pairs, at least [`ROTATE_PAIRS_MIN`]; an odd last pair and short rows take
 /// rounded products (seen in the disassembly, not reproduced here): those ROPEs are declined.
 fn rotate_pairs_all_fused(pairs: usize) -> bool {
-    pairs % 2 == 0 && pairs >= ROTATE_PAIRS_MIN
+    pairs.is_multiple_of(2) && pairs >= ROTATE_PAIRS_MIN
 }
 const ROTATE_PAIRS_MIN: usize = 8;
 
