@@ -24,13 +24,22 @@
 # those runs too (scripts/test.sh sets it, so a slow or loaded machine cannot stretch the stage); a
 # capped run prints "capped" with the executions it did.
 # Environment: FUZZ_BUILD_DIR, FUZZ_JOBS (build jobs, default 2), FUZZ_EXTRA_ARGS (more libFuzzer
-# flags), FUZZ_PREFIXES (default "lm wsp").
+# flags), FUZZ_PREFIXES (default "lm wsp"). FUZZ_REV2026=1 fuzzes the 2026 revision instead: the
+# library with --features lm-2026,wsp-2026 (target/fuzz-rev2026) over cui-llama.rn 1.12.2's and
+# whisper.rn 0.7.4's cores, in build-fuzz-rev2026 (scripts/test-rev2026.sh runs it).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SECONDS_TOTAL="${1:-120}"
-BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
+REV2026="${FUZZ_REV2026:-0}"
+if [[ "$REV2026" == 1 ]]; then
+  BUILD="${FUZZ_BUILD_DIR:-build-fuzz-rev2026}"
+  REV_CARGO=(--features lm-2026,wsp-2026) REV_CMAKE=(-DGGML_RS_REV2026=ON) REV_DIR=fuzz-rev2026
+else
+  BUILD="${FUZZ_BUILD_DIR:-build-fuzz}"
+  REV_CARGO=() REV_CMAKE=() REV_DIR=fuzz
+fi
 JOBS="${FUZZ_JOBS:-2}"
 PREFIXES="${FUZZ_PREFIXES:-lm wsp}"
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -60,15 +69,15 @@ fi
 
 # --- 2. the library with coverage instrumentation ------------------------------------------------
 HOST_TRIPLE="$(rustc -vV | sed -n 's/^host: //p')"
-FUZZ_TARGET_DIR="$ROOT/target/fuzz"
-echo "fuzz.sh: building the sancov-instrumented library (target/fuzz)"
+FUZZ_TARGET_DIR="$ROOT/target/$REV_DIR"
+echo "fuzz.sh: building the sancov-instrumented library (target/$REV_DIR)"
 RUSTFLAGS="-Cpasses=sancov-module \
  -Cllvm-args=-sanitizer-coverage-level=4 \
  -Cllvm-args=-sanitizer-coverage-inline-8bit-counters \
  -Cllvm-args=-sanitizer-coverage-pc-table \
  -Cllvm-args=-sanitizer-coverage-trace-compares \
  -Cdebug-assertions=on -Coverflow-checks=on -Cforce-frame-pointers=yes" \
-  cargo rustc --release --quiet --lib --crate-type staticlib \
+  cargo rustc --release --quiet --lib --crate-type staticlib "${REV_CARGO[@]}" \
     --target "$HOST_TRIPLE" --target-dir "$FUZZ_TARGET_DIR"
 LIB="$FUZZ_TARGET_DIR/$HOST_TRIPLE/release/libggml_backend_rs.a"
 test -f "$LIB"
@@ -77,12 +86,13 @@ test -f "$LIB"
 if [[ ! -d .cache/hosts/lm/package || ! -d .cache/hosts/wsp/package ]]; then
   bash scripts/fetch-hosts.sh
 fi
+if [[ "$REV2026" == 1 ]]; then bash scripts/fetch-hosts.sh cui lm12 wsp7 >/dev/null; fi
 GEN=()
 if command -v ninja >/dev/null 2>&1; then GEN=(-G Ninja); fi
 cmake -S . -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DGGML_RS_FUZZ=ON -DGGML_RS_FUZZ_LIB="$LIB" \
-  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_HOST_TESTS=OFF >/dev/null
+  -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_HOST_TESTS=OFF "${REV_CMAKE[@]}" >/dev/null
 targets=()
 for p in $PREFIXES; do targets+=("fuzz_$p"); done
 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}"

@@ -32,8 +32,9 @@ else
   echo "test-rev2026: Cargo.toml has no lm-2026 / wsp-2026 features yet: stock hosts only" >&2
 fi
 
-# valgrind and the libFuzzer run stay with the default build (scripts/valgrind.sh, scripts/fuzz.sh
-# build the default revision); the fuzz corpus replay (fuzz_replay_<p>) runs here on the 2026 one.
+# valgrind stays with the default build (scripts/valgrind.sh); the fuzz corpus replay
+# (fuzz_replay_<p>) runs here on the 2026 build, and the whole stage also runs libFuzzer on it
+# (FUZZ_REV2026=1 scripts/fuzz.sh, the same deterministic run as the default build's ctest 'fuzz').
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON \
   -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$lib_dir" \
   -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF "$@"
@@ -44,4 +45,6 @@ if [[ "$scope" == bounded ]]; then
 else
   cmake --build "$BUILD_DIR" -j "$JOBS"
   ctest --test-dir "$BUILD_DIR" --output-on-failure
+  FUZZ_REV2026=1 FUZZ_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" FUZZ_MAX_SECONDS="${GGML_RS_FUZZ_MAX_SECONDS:-240}" \
+    bash scripts/fuzz.sh
 fi
