@@ -10,7 +10,7 @@ pub fn graph_view<R: Rev>(g: &CGraph<R>, i0: usize, i1: usize) -> CGraph<R> {
 use crate::abi::vtable::{call_compare_callback, obj, obj_mut};
 use crate::error::Result;
 use crate::host::{CoreFns, InitParams};
-use crate::sched::tensor_map::PtrMap;
+use crate::ptr_map::PtrMap;
 use crate::tensor::{is_view_op, same_layout};
 use crate::{bail, ensure};
 use std::ffi::{c_void, CString};

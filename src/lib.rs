@@ -17,6 +17,7 @@ pub mod ffi;
 pub mod host;
 pub mod loader;
 pub mod per_rev;
+pub mod ptr_map;
 pub mod registry;
 pub mod tensor;
 pub mod tensor_2d;

@@ -7,7 +7,7 @@
 use crate::abi::vtable::obj;
 use crate::abi::*;
 use crate::error::Result;
-use crate::sched::tensor_map::PtrMap;
+use crate::ptr_map::PtrMap;
 use crate::tensor::same_layout;
 use crate::{bail, ensure};
 

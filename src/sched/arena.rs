@@ -2,7 +2,7 @@
 //! released when the next graph is split, as stock does with its per-graph context.
 
 use crate::abi::*;
-use crate::sched::tensor_map::PtrMap;
+use crate::ptr_map::PtrMap;
 
 pub struct Arena<R: Rev> {
     // boxed: graphs hold these tensors' addresses while the Vec grows

@@ -171,7 +171,7 @@ pub struct Sched<R: Rev> {
 
     pub(crate) ids: TensorMap<R>,
     /// tensors the last pass assigned without asking the backend (see `split_at_backend_change`)
-    pub(crate) unchecked: tensor_map::PtrMap<bool>,
+    pub(crate) unchecked: crate::ptr_map::PtrMap<bool>,
     pub(crate) arena: Arena<R>,
     pub(crate) splits: Vec<Split<R>>,
     pub(crate) graph_inputs: Vec<*mut Tensor<R>>,
@@ -267,7 +267,7 @@ impl<R: Rev> Sched<R> {
             graph_size,
             capacity,
             ids: TensorMap::new(n, n_copies, capacity),
-            unchecked: tensor_map::PtrMap::default(),
+            unchecked: crate::ptr_map::PtrMap::default(),
             arena: Arena::new(),
             splits: Vec::new(),
             graph_inputs: Vec::new(),
