@@ -33,5 +33,5 @@ RUSTC_BOOTSTRAP=1 RUSTFLAGS="-Zsanitizer=thread" \
 lib="$ROOT/target/tsan/$host/release/libggml_backend_rs.a"
 
 cmake -S . -B "$BUILD_DIR" -G Ninja -DGGML_RS_TSAN_LIB="$lib" -DGGML_RS_TSAN_RUNTIME="$runtime" "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS" --target assistant_tsan tsan_control whisper_driver_stock llama_driver_stock
+cmake --build "$BUILD_DIR" -j "$JOBS" --target assistant_tsan tsan_control
 ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^host_assistant_tsan$'

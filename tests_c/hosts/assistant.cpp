@@ -99,6 +99,15 @@ static bool run_both(whisper_session * ws, llama_session * ls, const llama_promp
     return w_ok && l_ok;
 }
 
+// A run gave the sequential run's outputs: the driver's output bytes (and whisper's text).
+static bool same_run(const whisper_report & a, const whisper_report & b) {
+    return a.digest == b.digest && a.transcript == b.transcript;
+}
+
+static bool same_run(const llama_report & a, const llama_report & b) {
+    return a.digest == b.digest;
+}
+
 static const char * same_as(bool same) {
     return same ? "same" : "DIFF";
 }
@@ -211,8 +220,7 @@ int main(int argc, char ** argv) {
             concurrent_ok = false;
             break;
         }
-        const bool w_same = w.digest == wrep.digest && w.transcript == wrep.transcript;
-        const bool l_same = l.digest == lrep.digest;
+        const bool w_same = same_run(w, wrep), l_same = same_run(l, lrep);
         rounds_same += w_same && l_same;
         printf("ROUND %d whisper=%s llama=%s whisper_ms=%.1f llama_ms=%.1f wall_ms=%.1f\n", r, same_as(w_same),
                same_as(l_same), w.total_ms, l.prompt_ms + l.gen_ms, ms_since(t0));
@@ -222,7 +230,7 @@ int main(int argc, char ** argv) {
     whisper_session_close(ws);
 
     int cycles_same = 0;
-    std::vector<long> peak_kb, after_kb, threads;
+    std::vector<long> peak_kb, after_kb;
     whisper_job cwjob = wjob;
     llama_job cljob = ljob;
     cwjob.out_path.clear();
@@ -248,17 +256,15 @@ int main(int argc, char ** argv) {
             concurrent_ok = false;
             break;
         }
-        const bool w_same = w.digest == wrep.digest && w.transcript == wrep.transcript;
-        const bool l_same = l.digest == lrep.digest;
+        const bool w_same = same_run(w, wrep), l_same = same_run(l, lrep);
         cycles_same += w_same && l_same;
         peak_kb.push_back(status_kb("VmHWM"));
         // what stays resident once glibc has handed its free pages back (it keeps them cached in
         // each thread's arena otherwise, and the cycles' threads are new each time)
         malloc_trim(0);
         after_kb.push_back(status_kb("VmRSS"));
-        threads.push_back(status_kb("Threads"));
         printf("CYCLE %d whisper=%s llama=%s peak_rss_kb=%ld rss_after_free_kb=%ld threads=%ld wall_ms=%.1f\n", c,
-               same_as(w_same), same_as(l_same), peak_kb.back(), after_kb.back(), threads.back(), ms_since(t0));
+               same_as(w_same), same_as(l_same), peak_kb.back(), after_kb.back(), status_kb("Threads"), ms_since(t0));
         fflush(stdout);
     }
     if (ok && (rounds || cycles)) {
