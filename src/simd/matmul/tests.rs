@@ -482,3 +482,53 @@ fn bench_mul_mat() {
         }
     }
 }
+
+/// Single-thread time of the tile kernels on the hosts' hot shapes (whisper's attention
+/// products, SmolLM2's prompt products); not a test. Best of 5 runs:
+/// `cargo test --release --lib bench_tiles -- --ignored --nocapture`
+#[test]
+#[ignore = "timing printout"]
+fn bench_tiles() {
+    use std::time::Instant;
+    let mut rng = Lcg::new(1);
+    let only = std::env::var("BENCH_TILES_ONLY").unwrap_or_default();
+    let shapes: [(&str, WType, usize, usize, usize); 11] = [
+        ("decode KQ", WType::F16, 64, 288, 1),
+        ("decode KQ big", WType::F16, 64, 2880, 1),
+        ("decode KQV", WType::F16, 300, 64, 1),
+        ("whisper KQ", WType::F16, 64, 1500, 750),
+        ("whisper KQV", WType::F16, 1500, 64, 750),
+        ("whisper ffn up", WType::F16, 512, 256, 1500),
+        ("llama KQ", WType::F16, 64, 256, 256),
+        ("llama ffn up", WType::Q4_1, 576, 768, 256),
+        ("llama ffn down", WType::Q4_1, 1536, 288, 256),
+        ("llama q8_0", WType::Q8_0, 576, 768, 256),
+        ("llama q4_0", WType::Q4_0, 576, 768, 256),
+    ];
+    for (name, wtype, k, rows, n) in shapes {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
+        let tw = TestWeights::new(wtype, k, rows, &mut rng);
+        let w = tw.weights();
+        let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+        let a = Acts::new(&acts, k, n, k);
+        let mut out = vec![0f32; n * rows];
+        for level in available_levels() {
+            if level == SimdLevel::Portable && std::env::var("BENCH_TILES_PORTABLE").is_err() {
+                continue;
+            }
+            let mut q = QuantizedActs::new();
+            q.prepare_at(level, wtype, &a);
+            let mut dt = f64::INFINITY;
+            for _ in 0..5 {
+                let t = Instant::now();
+                mul_mat_vec_at(level, &w, &a, &q, DstView::new(&mut out, n, rows, rows));
+                dt = dt.min(t.elapsed().as_secs_f64());
+            }
+            let gflops = 2.0 * (k * rows * n) as f64 / dt / 1e9;
+            let ns = dt * 1e9 / (rows * n) as f64;
+            println!("{name:15} {wtype:?} k={k:5} rows={rows:5} n={n:5} {level:?}: {:9.1} us {gflops:6.1} GFLOP/s {ns:6.2} ns/output", dt * 1e6);
+        }
+    }
+}

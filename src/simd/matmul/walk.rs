@@ -30,6 +30,18 @@ pub(super) trait Tiles {
 #[inline(always)]
 pub(super) unsafe fn walk_tiles<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
+    // SAFETY: passed on from this function's contract.
+    unsafe { walk_tiles_rows(k, dst, rows) }
+}
+
+/// [`walk_tiles`] over the weight rows `rows` of `dst` only (a level may compute the others
+/// with a tile shape of its own).
+///
+/// # Safety
+/// As [`Tiles::tile`].
+#[inline(always)]
+pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, rows: Range<usize>) {
+    debug_assert!(rows.start >= dst.weight_rows().start && rows.end <= dst.weight_rows().end);
     let n = dst.n();
     let mut j0 = 0;
     while j0 < n {

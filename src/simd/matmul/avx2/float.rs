@@ -21,8 +21,12 @@ pub(crate) unsafe trait FloatElem: Copy {
     /// # Safety
     /// `p` points at 8 readable elements.
     unsafe fn load8(p: *const Self) -> __m256;
-    fn to_f32(self) -> f32;
-    fn finish(reduced: f32, w: &[Self], a: &[f32]) -> f32;
+    /// ggml's leftover loop for every output of a tile at once: `reduced[r][c]` plus the
+    /// products of `w[r]` and `a[c]` (the `k % 32` leftovers), each output in its own sequential
+    /// order. Element-outer so the tile's independent sums overlap: one output after the other
+    /// waited on every add (whisper's KQV, `k` = 1500, spent longer in its 28 leftovers than in
+    /// its 1472 vector elements).
+    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[Self]; R], a: [&[f32]; C]) -> [[f32; C]; R];
 }
 
 // SAFETY: AVX2/F16C-only body, see the trait.
@@ -33,17 +37,25 @@ unsafe impl FloatElem for u16 {
         // SAFETY: 16 readable bytes by the contract; loadu has no alignment requirement.
         _mm256_cvtph_ps(unsafe { _mm_loadu_si128(p as *const __m128i) })
     }
-    #[inline]
-    fn to_f32(self) -> f32 {
-        crate::simd::quant::f16::fp16_to_fp32(self)
-    }
-    #[inline]
-    fn finish(reduced: f32, w: &[u16], a: &[f32]) -> f32 {
-        let mut sum = reduced as f64;
-        for (&x, &y) in w.iter().zip(a) {
-            sum += (x.to_f32() * y) as f64;
+    /// ggml-cpu adds the leftovers in double: `sum += (double) (x * y)`.
+    #[inline(always)]
+    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[u16]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+        let tail = a[0].len();
+        if tail == 0 {
+            return reduced;
         }
-        sum as f32
+        // SAFETY: finish_tile is only called from float_tile, which requires AVX2/F16C.
+        let wf = unsafe { widen_tail(w) };
+        let mut sum = reduced.map(|row| row.map(|v| v as f64));
+        for e in 0..tail {
+            for r in 0..R {
+                let x = wf[r][e];
+                for c in 0..C {
+                    sum[r][c] += (x * a[c][e]) as f64;
+                }
+            }
+        }
+        sum.map(|row| row.map(|v| v as f32))
     }
 }
 
@@ -55,19 +67,44 @@ unsafe impl FloatElem for f32 {
         // SAFETY: 32 readable bytes by the contract; loadu has no alignment requirement.
         unsafe { _mm256_loadu_ps(p) }
     }
-    #[inline]
-    fn to_f32(self) -> f32 {
-        self
-    }
-    #[inline]
-    fn finish(reduced: f32, w: &[f32], a: &[f32]) -> f32 {
-        let unfused = f32_tail_unfused(w.len());
+    #[inline(always)]
+    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[f32]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+        let tail = a[0].len();
+        let unfused = f32_tail_unfused(tail);
         let mut sum = reduced;
-        for (e, (&x, &y)) in w.iter().zip(a).enumerate() {
-            sum = if e < unfused { sum + x * y } else { x.mul_add(y, sum) };
+        for e in 0..tail {
+            for r in 0..R {
+                let x = w[r][e];
+                for c in 0..C {
+                    let y = a[c][e];
+                    sum[r][c] = if e < unfused { sum[r][c] + x * y } else { x.mul_add(y, sum[r][c]) };
+                }
+            }
         }
         sum
     }
+}
+
+/// The `< 32` leftover F16 weights of each row as f32, eight at a time through a zero-padded
+/// copy (a row's leftovers end the row, so they cannot be loaded in place 8 at a time). One
+/// by one, the bit-level conversion took more instructions than the products.
+///
+/// # Safety
+/// AVX2 and F16C must be available.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn widen_tail<const R: usize>(w: [&[u16]; R]) -> [[f32; 32]; R] {
+    let mut out = [[0f32; 32]; R];
+    for r in 0..R {
+        let n = w[r].len().min(32);
+        let mut h = [0u16; 32];
+        h[..n].copy_from_slice(&w[r][..n]);
+        for q in 0..n.div_ceil(8) {
+            // SAFETY: h and out[r] hold 32 elements and q < 4; AVX2/F16C by the contract.
+            unsafe { _mm256_storeu_ps(out[r].as_mut_ptr().add(8 * q), u16::load8(h.as_ptr().add(8 * q))) };
+        }
+    }
+    out
 }
 
 /// How many of an F32 dot product's `tail` leftovers ggml-cpu's AVX2 build adds as a rounded
@@ -99,7 +136,7 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
     let ap = a.map(|r| r.as_ptr());
     // parts[j]: accumulator j of every output. Built from the passes' results rather than
     // zeroed and then overwritten (the zeroing was a 1 KiB memset per 2x4 tile).
-    let parts: [[[__m256; C]; R]; 4] = if C == 1 {
+    let parts: [[[__m256; C]; R]; 4] = if C == 1 && R <= 2 {
         // One activation row (decoding): all four accumulators in one pass, 4R registers.
         let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
         let mut i = 0;
@@ -116,22 +153,98 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
             i += 32;
         }
         parts
+    } else if np == 64 {
+        // SAFETY: the rows hold k >= np = 64 elements (asserted); AVX2/F16C by the contract.
+        unsafe { short_parts::<E, R, C, 2>(wp, ap) }
     } else {
         // SAFETY: the rows hold k >= np elements (asserted); this function requires AVX2/F16C.
         unsafe { [float_pass::<E, R, C>(wp, ap, np, 0), float_pass(wp, ap, np, 1), float_pass(wp, ap, np, 2), float_pass(wp, ap, np, 3)] }
     };
-    let mut out = [[0f32; C]; R];
+    const { assert!(R * C <= 8, "the reduction handles up to 8 outputs at once") };
+    let mut x = [_mm256_setzero_ps(); 8];
     for r in 0..R {
         for c in 0..C {
             let p = |j: usize| parts[j][r][c];
-            let x = _mm256_add_ps(_mm256_add_ps(p(0), p(2)), _mm256_add_ps(p(1), p(3)));
-            let t0 = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
-            let t1 = _mm_hadd_ps(t0, t0);
-            let reduced = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
-            out[r][c] = E::finish(reduced, &w[r][np..], &a[c][np..]);
+            x[r * C + c] = _mm256_add_ps(_mm256_add_ps(p(0), p(2)), _mm256_add_ps(p(1), p(3)));
         }
     }
-    out
+    let mut reduced = [[0f32; C]; R];
+    if R * C >= 4 {
+        let s = hsum8(x);
+        for r in 0..R {
+            for c in 0..C {
+                reduced[r][c] = s[r * C + c];
+            }
+        }
+    } else {
+        for r in 0..R {
+            for c in 0..C {
+                let x = x[r * C + c];
+                let t0 = _mm_add_ps(_mm256_castps256_ps128(x), _mm256_extractf128_ps::<1>(x));
+                let t1 = _mm_hadd_ps(t0, t0);
+                reduced[r][c] = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+            }
+        }
+    }
+    if np == k {
+        return reduced;
+    }
+    let mut wt = [&w[0][..0]; R];
+    for r in 0..R {
+        wt[r] = &w[r][np..];
+    }
+    let mut at = [&a[0][..0]; C];
+    for c in 0..C {
+        at[c] = &a[c][np..];
+    }
+    E::finish_tile(reduced, wt, at)
+}
+
+/// ggml's horizontal sum of an 8-lane accumulator (halves added, then two `hadd`s), for eight
+/// accumulators at once: the same additions of the same operands, so the same bits, in 15
+/// instructions instead of ~50. With `k` = 64 (every attention head's KQ) the one-by-one sums
+/// cost more than the products.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn hsum8(x: [__m256; 8]) -> [f32; 8] {
+    // [halves of x[a] added | halves of x[b] added]
+    let halves = |a: __m256, b: __m256| _mm256_add_ps(_mm256_permute2f128_ps::<0x20>(a, b), _mm256_permute2f128_ps::<0x31>(a, b));
+    let (y01, y23, y45, y67) = (halves(x[0], x[1]), halves(x[2], x[3]), halves(x[4], x[5]), halves(x[6], x[7]));
+    // first hadd: [x0 x0 x2 x2 | x1 x1 x3 x3] and the same for x4..x7; second: [x0 x2 x4 x6 | x1 x3 x5 x7]
+    let h = _mm256_hadd_ps(_mm256_hadd_ps(y01, y23), _mm256_hadd_ps(y45, y67));
+    let mut o = [0f32; 8];
+    // SAFETY: o is 8 writable f32; storeu has no alignment requirement.
+    unsafe { _mm256_storeu_ps(o.as_mut_ptr(), h) };
+    [o[0], o[4], o[1], o[5], o[2], o[6], o[3], o[7]]
+}
+
+/// The four accumulators of every output for rows of exactly `S` 32-element steps, unrolled:
+/// attention heads of 64 (whisper's and SmolLM2's KQ) spent more time in the passes' loop
+/// control and spills than in their 8 multiply-adds per output.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `32 * S` readable elements.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usize>(wp: [*const E; R], ap: [*const f32; C]) -> [[[__m256; C]; R]; 4] {
+    let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
+    for j in 0..4 {
+        for s in 0..S {
+            let i = 32 * s + 8 * j;
+            // SAFETY (loads): i + 8 <= 32 * S, readable by the contract; AVX2/F16C likewise.
+            let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
+            for r in 1..R {
+                wv[r] = unsafe { E::load8(wp[r].add(i)) };
+            }
+            for c in 0..C {
+                let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
+                for r in 0..R {
+                    parts[j][r][c] = _mm256_fmadd_ps(wv[r], av, parts[j][r][c]);
+                }
+            }
+        }
+    }
+    parts
 }
 
 /// Accumulator `j` of [`float_tile`] for every output: elements `32i + 8j..+8` of each row.
@@ -168,4 +281,5 @@ unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E
     }
     acc
 }
+
 

@@ -4,7 +4,7 @@
 pub(super) mod float;
 pub(super) mod quant;
 
-use super::walk::{walk_tiles, FloatTiles, Tiles};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
 use super::{Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
@@ -70,9 +70,28 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 #[target_feature(enable = "avx2,fma,f16c")]
 fn float_rows<'w, 'a, E: float::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
     let tiles = FloatTiles::new(w, dst.n(), a);
+    let mut rows = dst.weight_rows();
+    if dst.n() == 1 && tiles.acts::<1>(0)[0].len() <= WIDE_DECODE_K {
+        // Decoding attention (one query row against short K / V rows): eight weight rows per
+        // tile, so the per-tile work (row lookups, the reduction, the stores) is shared by eight
+        // outputs instead of two; it was most of the time with rows of 64.
+        while rows.len() >= 8 {
+            let i = rows.start;
+            let w: [&[E]; 8] = std::array::from_fn(|r| (tiles.w)(i + r));
+            // SAFETY: AVX2/FMA/F16C as quant_rows; the rows all have the activation's length k.
+            let out = unsafe { float::float_tile::<E, 8, 1>(w, tiles.acts::<1>(0)) };
+            put_tile(dst, i, 0, out);
+            rows.start += 8;
+        }
+    }
     // SAFETY: as quant_rows.
-    unsafe { walk_tiles(&tiles, dst) }
+    unsafe { walk_tiles_rows(&tiles, dst, rows) }
 }
+
+/// Longest rows (`k`) that [`float_rows`] multiplies eight at a time against one activation
+/// row: attention heads (64) and decode-time KV lengths; longer rows are weight matrices
+/// streamed from memory, where two interleaved rows prefetch better.
+const WIDE_DECODE_K: usize = 512;
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]

@@ -122,20 +122,15 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    // Weight rows outer, activation columns inner, so a tile needs only its accumulators, the
+    // unpacked weight blocks and their scales in registers: with the activations' quants and
+    // scales held too (one column array), the 2 x 4 tile spilled accumulators every block.
+    // Activation quants are read straight from memory by the multiply, and each output's scale
+    // `dw * da` is one vector multiply of two broadcasts (the same f32 product ggml rounds).
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut summs = [_mm_setzero_ps(); R];
     for b in 0..nb {
         let col = b * a.n + c0;
-        // SAFETY (for the Avx2Tile calls and unchecked reads in this loop): this function requires
-        // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
-        // b * n + c0 + c are below n * nb <= the length of blocks, d and (Q4_1) s, and b is
-        // below every w[r].len().
-        let mut qa = [_mm256_setzero_si256(); C];
-        let mut da = [0f32; C];
-        for c in 0..C {
-            qa[c] = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
-            da[c] = unsafe { *a.d.get_unchecked(col + c) };
-        }
         let mut sv = _mm_setzero_ps();
         if F::HAS_MIN {
             let mut s4 = [0f32; 4];
@@ -143,7 +138,12 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
             // SAFETY: s4 is 4 readable f32.
             sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
         }
-        // each weight block is unpacked once and used for every column while in registers
+        // SAFETY (for the Avx2Tile calls and unchecked reads in this loop): this function requires
+        // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
+        // b * n + c0 + c are below n * nb <= the length of blocks and d, and b is below every
+        // w[r].len().
+        let mut p = [unsafe { F::prep(w[0].get_unchecked(b)) }.0; R];
+        let mut dw = [_mm256_setzero_ps(); R];
         for r in 0..R {
             if C == 1 {
                 // One activation row: the weights stream from memory once and the loop waits on
@@ -151,14 +151,21 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
                 let ahead = (w[r].as_ptr() as *const i8).wrapping_add(b * std::mem::size_of::<F::W>() + PREFETCH_BYTES);
                 _mm_prefetch::<_MM_HINT_T0>(ahead);
             }
-            let (p, dw, mw) = unsafe { F::prep(w[r].get_unchecked(b)) };
+            let (pr, d, m) = unsafe { F::prep(w[r].get_unchecked(b)) };
+            p[r] = pr;
+            dw[r] = _mm256_set1_ps(d);
             if F::HAS_MIN {
-                summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(m), sv, summs[r]);
             }
-            for c in 0..C {
-                let q = unsafe { F::ints(p, qa[c]) };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), q, acc[r][c]);
-            }        }
+        }
+        for c in 0..C {
+            let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
+            let da = _mm256_set1_ps(unsafe { *a.d.get_unchecked(col + c) });
+            for r in 0..R {
+                let q = unsafe { F::ints(p[r], qa) };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dw[r], da), q, acc[r][c]);
+            }
+        }
     }
     let mut out = [[0f32; C]; R];
     for r in 0..R {
