@@ -157,8 +157,20 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
         // SAFETY: the rows hold k >= np = 64 elements (asserted); AVX2/F16C by the contract.
         unsafe { short_parts::<E, R, C, 2>(wp, ap) }
     } else {
-        // SAFETY: the rows hold k >= np elements (asserted); this function requires AVX2/F16C.
-        unsafe { [float_pass::<E, R, C>(wp, ap, np, 0), float_pass(wp, ap, np, 1), float_pass(wp, ap, np, 2), float_pass(wp, ap, np, 3)] }
+        // The four passes go over the rows segment by segment, so a segment of the tile's rows
+        // (2 x 4 rows of 512: 10 KiB) stays in L1 while all four read it: over whole rows of
+        // 2048 (whisper's FFN down product, 40 KiB) each pass reloaded them from L2.
+        let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
+        let mut lo = 0;
+        while lo < np {
+            let hi = (lo + K_SEGMENT).min(np);
+            for (j, part) in parts.iter_mut().enumerate() {
+                // SAFETY: the rows hold k >= np >= hi elements (asserted); AVX2/F16C likewise.
+                *part = unsafe { float_pass::<E, R, C>(wp, ap, lo, hi, j, *part) };
+            }
+            lo = hi;
+        }
+        parts
     };
     const { assert!(R * C <= 8, "the reduction handles up to 8 outputs at once") };
     let mut x = [_mm256_setzero_ps(); 8];
@@ -247,14 +259,19 @@ unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usi
     parts
 }
 
-/// Accumulator `j` of [`float_tile`] for every output: elements `32i + 8j..+8` of each row.
+/// Elements per segment of [`float_tile`]'s passes (a multiple of 32, so every accumulator keeps
+/// its elements and their order).
+const K_SEGMENT: usize = 512;
+
+/// Accumulator `j` of [`float_tile`] for every output, continued over elements `lo..np` of each
+/// row: elements `32i + 8j..+8` in order (`lo` a multiple of 32).
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `np` readable elements.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], np: usize, j: usize) -> [[__m256; C]; R] {
-    let mut acc = [[_mm256_setzero_ps(); C]; R];
+unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], lo: usize, np: usize, j: usize, mut acc: [[__m256; C]; R]) -> [[__m256; C]; R] {
+    debug_assert!(lo.is_multiple_of(32));
     // One 32-element step, elements i..i + 8 of each row.
     // SAFETY (callers): i + 8 <= np, so readable by the contract; AVX2/F16C by the contract.
     let step = |acc: &mut [[__m256; C]; R], i: usize| {
@@ -270,7 +287,7 @@ unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E
         }
     };
     // Two steps per loop trip (same order: each accumulator still takes its steps one by one).
-    let mut i = 8 * j;
+    let mut i = lo + 8 * j;
     while i + 32 < np {
         step(&mut acc, i);
         step(&mut acc, i + 32);
