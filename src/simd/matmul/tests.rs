@@ -492,10 +492,12 @@ fn bench_tiles() {
     use std::time::Instant;
     let mut rng = Lcg::new(1);
     let only = std::env::var("BENCH_TILES_ONLY").unwrap_or_default();
-    let shapes: [(&str, WType, usize, usize, usize); 12] = [
+    let shapes: [(&str, WType, usize, usize, usize); 14] = [
         ("decode KQ", WType::F16, 64, 288, 1),
         ("decode KQ big", WType::F16, 64, 2880, 1),
         ("decode KQV", WType::F16, 300, 64, 1),
+        ("decode q4_1", WType::Q4_1, 576, 1536, 1),
+        ("decode q8_0", WType::Q8_0, 576, 1536, 1),
         ("whisper KQ", WType::F16, 64, 1500, 750),
         ("whisper KQV", WType::F16, 1500, 64, 750),
         ("whisper ffn up", WType::F16, 512, 256, 1500),
