@@ -212,6 +212,62 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     out
 }
 
+/// Eight weight rows against one activation row (decoding's matrix-vector products): outputs
+/// `r` of rows `w[r]`, each in the same ggml order as [`quant_tile`]. With one activation row
+/// nothing is shared across columns, so the per-block work is shared across rows instead: the
+/// eight scales `dw * da` are one vector multiply and the eight Q4_1 minimum sums one FMA, where
+/// the two-row tile spent five vector instructions per row and block on them. The eight rows
+/// of a matrix are adjacent in memory, so the streams stay one region for the prefetcher.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available. `w[r]` hold at least `a.nb` blocks; `a` has a column
+/// `c0` (checked).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn quant_rows8<F: Avx2Tile>(w: [&[F::W]; 8], a: &ActRows<'_, F::A>, c0: usize) -> [f32; 8] {
+    let nb = a.nb;
+    assert!(c0 < a.n && w.iter().all(|r| r.len() >= nb));
+    assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    let mut acc = [_mm256_setzero_ps(); 8];
+    let mut summs = _mm256_setzero_ps();
+    let mut scales = [0f32; 8];
+    for b in 0..nb {
+        let col = b * a.n + c0;
+        // SAFETY (unchecked reads in this loop): b < nb, below every w[r].len(); col and
+        // c0 * nb + b are below n * nb <= the length of d, s (Q4_1) and blocks (asserted).
+        let dm: [u32; 8] = std::array::from_fn(|r| F::dm_bits(unsafe { w[r].get_unchecked(b) }));
+        for r in 0..8 {
+            let ahead = (w[r].as_ptr() as *const i8).wrapping_add(b * std::mem::size_of::<F::W>() + PREFETCH_BYTES);
+            _mm_prefetch::<_MM_HINT_T0>(ahead);
+        }
+        // SAFETY: dm is 8 readable u32 (32 bytes).
+        let bits = unsafe { _mm256_loadu_si256(dm.as_ptr() as *const __m256i) };
+        // [d0 m0 d1 m1 | d2 m2 d3 m3] and the same for rows 4..8
+        let lo = _mm256_cvtph_ps(_mm256_castsi256_si128(bits));
+        let hi = _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(bits));
+        // even lanes: [d0 d1 d4 d5 | d2 d3 d6 d7]; the 64-bit pairs reordered to d0..d7
+        let d = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(_mm256_shuffle_ps::<0b10_00_10_00>(lo, hi))));
+        let da = _mm256_set1_ps(unsafe { *a.d.get_unchecked(col) });
+        // SAFETY: scales holds 8 f32.
+        unsafe { _mm256_storeu_ps(scales.as_mut_ptr(), _mm256_mul_ps(d, da)) };
+        if F::HAS_MIN {
+            let m = _mm256_castpd_ps(_mm256_permute4x64_pd::<0b11_01_10_00>(_mm256_castps_pd(_mm256_shuffle_ps::<0b11_01_11_01>(lo, hi))));
+            summs = _mm256_fmadd_ps(m, _mm256_set1_ps(unsafe { *a.s.get_unchecked(col) }), summs);
+        }
+        // SAFETY: AVX2/FMA/F16C by this function's contract; indices as above; r < 8.
+        let qa = unsafe { F::acts(a.blocks.get_unchecked(c0 * nb + b)) };
+        for r in 0..8 {
+            let p = unsafe { F::prep(w[r].get_unchecked(b)) }.0;
+            let scale = unsafe { broadcast_from_memory(scales.as_ptr().add(r)) };
+            acc[r] = _mm256_fmadd_ps(scale, unsafe { F::ints(p, qa) }, acc[r]);
+        }
+    }
+    let mut sm = [0f32; 8];
+    // SAFETY: sm holds 8 f32.
+    unsafe { _mm256_storeu_ps(sm.as_mut_ptr(), summs) };
+    std::array::from_fn(|r| if F::HAS_MIN { hsum_ps(acc[r]) + sm[r] } else { hsum_ps(acc[r]) })
+}
+
 /// `vbroadcastss` from memory, kept a load: written as an intrinsic after the store of the
 /// scales, LLVM forwards the stored vector and broadcasts it with one or two shuffles, which
 /// compete with the products for the vector pipes (a broadcast load uses only a load port).
