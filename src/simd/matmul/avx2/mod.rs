@@ -62,22 +62,9 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-    let tiles = QuantTiles::<F> { w, a };
-    let mut rows = dst.weight_rows();
-    if dst.n() == 1 {
-        // decoding: eight rows per tile share the per-block scale work (see quant_rows8)
-        while rows.len() >= 8 {
-            let i = rows.start;
-            let w: [&[F::W]; 8] = std::array::from_fn(|r| tiles.w_row(i + r));
-            // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C; the
-            // rows hold a.nb blocks (Weights and ActRows were built for the same k).
-            let out = unsafe { quant::quant_rows8::<F>(w, a, 0) };
-            put_tile(dst, i, 0, out.map(|v| [v]));
-            rows.start += 8;
-        }
-    }
+    let rows = dst.weight_rows();
     // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
-    unsafe { walk_tiles_rows(&tiles, dst, rows) }
+    unsafe { walk_tiles_rows(&QuantTiles::<F> { w, a }, dst, rows) }
 }
 
 #[inline(never)] // as quant_rows
