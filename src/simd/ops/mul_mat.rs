@@ -178,7 +178,11 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         let rows = matmul::gemm_tile_rows(k);
         (m.div_ceil(rows), rows)
     } else if n == 1 {
-        (m.div_ceil(256).max((4 * s.n_threads()).min(m / 32)).max(1), 8)
+        // with several batches (decode attention: one product per head) the heads themselves
+        // are chunks enough; splitting each into 4 x threads more made 72 chunks of 36 rows for
+        // SmolLM2's 9 heads, each paying the chunk's fixed cost
+        let total = (4 * s.n_threads()).min(batches.len() * m / 32);
+        (m.div_ceil(256).max(total.div_ceil(batches.len())).max(1), 8)
     } else {
         (m.div_ceil(16), 16)
     };
