@@ -485,7 +485,10 @@ fn bench_mul_mat() {
 
 /// Single-thread time of the tile kernels on the hosts' hot shapes (whisper's attention
 /// products, SmolLM2's prompt products); not a test. Best of 5 runs:
-/// `cargo test --release --lib bench_tiles -- --ignored --nocapture`
+/// `cargo test --release --lib bench_tiles -- --ignored --nocapture` (`BENCH_TILES_ONLY=name`).
+/// The operands are hot in cache here: three quant-tile variants that won 15-25 % in this bench
+/// lost 5-28 % inside the llama host, where weights stream from memory. Confirm a kernel change
+/// in the host (`GGML_RS_SIMD_PROFILE=1`, interleaved runs against the previous build).
 #[test]
 #[ignore = "timing printout"]
 fn bench_tiles() {
