@@ -242,21 +242,32 @@ unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usi
     let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
     for j in 0..4 {
         for s in 0..S {
-            let i = 32 * s + 8 * j;
-            // SAFETY (loads): i + 8 <= 32 * S, readable by the contract; AVX2/F16C likewise.
-            let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
-            for r in 1..R {
-                wv[r] = unsafe { E::load8(wp[r].add(i)) };
-            }
-            for c in 0..C {
-                let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
-                for r in 0..R {
-                    parts[j][r][c] = _mm256_fmadd_ps(wv[r], av, parts[j][r][c]);
-                }
-            }
+            // SAFETY: 32s + 8j + 8 <= 32 * S, readable by the contract; AVX2/F16C likewise.
+            unsafe { step8(wp, ap, 32 * s + 8 * j, &mut parts[j]) };
         }
     }
     parts
+}
+
+/// Elements `i..i + 8` of every row, multiplied into the tile's accumulators: each weight vector
+/// loaded (and widened) once for all `C` activation rows.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `i + 8` readable elements.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn step8<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], i: usize, acc: &mut [[__m256; C]; R]) {
+    // SAFETY (loads): readable by the contract.
+    let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
+    for r in 1..R {
+        wv[r] = unsafe { E::load8(wp[r].add(i)) };
+    }
+    for c in 0..C {
+        let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
+        for r in 0..R {
+            acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
+        }
+    }
 }
 
 /// Elements per segment of [`float_tile`]'s passes (a multiple of 32, so every accumulator keeps
@@ -274,18 +285,7 @@ unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E
     debug_assert!(lo.is_multiple_of(32));
     // One 32-element step, elements i..i + 8 of each row.
     // SAFETY (callers): i + 8 <= np, so readable by the contract; AVX2/F16C by the contract.
-    let step = |acc: &mut [[__m256; C]; R], i: usize| {
-        let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
-        for r in 1..R {
-            wv[r] = unsafe { E::load8(wp[r].add(i)) };
-        }
-        for c in 0..C {
-            let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
-            for r in 0..R {
-                acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
-            }
-        }
-    };
+    let step = |acc: &mut [[__m256; C]; R], i: usize| unsafe { step8(wp, ap, i, acc) };
     // Two steps per loop trip (same order: each accumulator still takes its steps one by one).
     let mut i = lo + 8 * j;
     while i + 32 < np {
