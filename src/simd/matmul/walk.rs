@@ -28,7 +28,6 @@ pub(super) trait Tiles {
 /// # Safety
 /// As [`Tiles::tile`].
 #[inline(always)]
-#[cfg_attr(target_arch = "x86_64", allow(dead_code))] // x86 levels call walk_tiles_rows directly
 pub(super) unsafe fn walk_tiles<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     // SAFETY: passed on from this function's contract.

@@ -298,5 +298,3 @@ unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E
     }
     acc
 }
-
-

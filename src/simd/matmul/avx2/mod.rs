@@ -4,7 +4,7 @@
 pub(super) mod float;
 pub(super) mod quant;
 
-use super::walk::{put_tile, walk_tiles_rows, FloatTiles, Tiles};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
 use super::{Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
@@ -62,9 +62,8 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-    let rows = dst.weight_rows();
     // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
-    unsafe { walk_tiles_rows(&QuantTiles::<F> { w, a }, dst, rows) }
+    unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
 }
 
 #[inline(never)] // as quant_rows
