@@ -1,6 +1,7 @@
 //! The NEON tile family: `tiles` (the block formats' [`NeonTile`](tiles::NeonTile)s, integer and
 //! float tiles, with and without `sdot` / FEAT_FP16), and here their entry points.
 
+mod matvec;
 pub(super) mod tiles;
 
 use super::walk::{put_tile, walk_tiles, FloatTiles, Tiles};
@@ -34,6 +35,15 @@ unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &
 #[inline(always)]
 unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     // SAFETY (quant_rows): passed on from this function's contract.
+    if dst.n() == 1 {
+        // SAFETY (quant_matvec): passed on from this function's contract.
+        match w.wtype {
+            WType::Q4_0 => return unsafe { matvec::quant_matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q4_1 => return unsafe { matvec::quant_matvec::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+            WType::Q8_0 => return unsafe { matvec::quant_matvec::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            _ => {}
+        }
+    }
     match w.wtype {
         WType::Q4_0 => unsafe { walk_tiles(&QuantTiles::<Q4_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
         WType::Q4_1 => unsafe { walk_tiles(&QuantTiles::<Q4_1, DOT> { w, a: &q.tile_rows(&q.q8_1) }, dst) },

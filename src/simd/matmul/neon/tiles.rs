@@ -113,7 +113,7 @@ fn dot4_base(a: int8x16_t, b: int8x16_t) -> int32x4_t {
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
-unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x16_t; 2]) -> int32x4_t {
+pub(super) unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x16_t; 2]) -> int32x4_t {
     if DOT {
         // SAFETY: the caller guarantees dotprod when DOT is set.
         unsafe { sdot(sdot(vdupq_n_s32(0), w[0], a[0]), w[1], a[1]) }
@@ -127,8 +127,15 @@ unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x16_t; 2]) ->
 pub trait NeonTile: Format {
     /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
     const HAS_MIN: bool;
-    /// The weight block as 32 signed bytes (elements 0..16, 16..32) and its scale.
-    fn prep(w: &Self::W) -> ([int8x16_t; 2], f32);
+    /// The weight block as 32 signed bytes (elements 0..16, 16..32).
+    fn quants(w: &Self::W) -> [int8x16_t; 2];
+    /// The weight block's scale.
+    fn scale(w: &Self::W) -> f32;
+    /// The weight block's quants and scale.
+    #[inline(always)]
+    fn prep(w: &Self::W) -> ([int8x16_t; 2], f32) {
+        (Self::quants(w), Self::scale(w))
+    }
     /// The weight block's minimum (Q4_1 only).
     fn min(_w: &Self::W) -> f32 {
         0.0
@@ -142,7 +149,7 @@ pub trait NeonTile: Format {
 impl NeonTile for Q4_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
-    fn prep(w: &BlockQ4_0) -> ([int8x16_t; 2], f32) {
+    fn quants(w: &BlockQ4_0) -> [int8x16_t; 2] {
         let raw = load_u8x16(&w.qs);
         // SAFETY: NEON intrinsics (aarch64 baseline).
         let (lo, hi) = unsafe {
@@ -150,7 +157,11 @@ impl NeonTile for Q4_0 {
             let lo = vsubq_s8(vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F))), eight);
             (lo, vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8::<4>(raw)), eight))
         };
-        ([lo, hi], fp16_to_fp32(w.d))
+        [lo, hi]
+    }
+    #[inline(always)]
+    fn scale(w: &BlockQ4_0) -> f32 {
+        fp16_to_fp32(w.d)
     }
     #[inline(always)]
     fn acts(a: &BlockQ8_0) -> [int8x16_t; 2] {
@@ -166,8 +177,12 @@ impl NeonTile for Q4_0 {
 impl NeonTile for Q8_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
-    fn prep(w: &BlockQ8_0) -> ([int8x16_t; 2], f32) {
-        (load_i8x32(&w.qs), fp16_to_fp32(w.d))
+    fn quants(w: &BlockQ8_0) -> [int8x16_t; 2] {
+        load_i8x32(&w.qs)
+    }
+    #[inline(always)]
+    fn scale(w: &BlockQ8_0) -> f32 {
+        fp16_to_fp32(w.d)
     }
     #[inline(always)]
     fn acts(a: &BlockQ8_0) -> [int8x16_t; 2] {
@@ -183,11 +198,15 @@ impl NeonTile for Q8_0 {
 impl NeonTile for Q4_1 {
     const HAS_MIN: bool = true;
     #[inline(always)]
-    fn prep(w: &BlockQ4_1) -> ([int8x16_t; 2], f32) {
+    fn quants(w: &BlockQ4_1) -> [int8x16_t; 2] {
         let raw = load_u8x16(&w.qs);
         // SAFETY: NEON intrinsics (aarch64 baseline).
         let (lo, hi) = unsafe { (vreinterpretq_s8_u8(vandq_u8(raw, vdupq_n_u8(0x0F))), vreinterpretq_s8_u8(vshrq_n_u8::<4>(raw))) };
-        ([lo, hi], fp16_to_fp32(w.d))
+        [lo, hi]
+    }
+    #[inline(always)]
+    fn scale(w: &BlockQ4_1) -> f32 {
+        fp16_to_fp32(w.d)
     }
     #[inline(always)]
     fn min(w: &BlockQ4_1) -> f32 {
@@ -321,6 +340,19 @@ unsafe fn quant_dot_sdot<F: NeonTile>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f
     unsafe { quant_tile::<F, true, 1, 1>([w], rows, 0)[0][0] }
 }
 
+/// Four halves (bit patterns) widened to f32 by `fcvtl` (exact), which is base aarch64; Rust's
+/// f16 vector intrinsics are not stable yet.
+#[inline(always)]
+pub(super) fn widen4(bits: uint16x4_t) -> float32x4_t {
+    let out: float32x4_t;
+    // SAFETY: reads and writes only the named vector registers.
+    unsafe {
+        std::arch::asm!("fcvtl {o:v}.4s, {i:v}.4h", o = lateout(vreg) out, i = in(vreg) bits,
+            options(pure, nomem, nostack, preserves_flags));
+    }
+    out
+}
+
 /// One weight row element type of the float products (F16 or F32) with ggml's leftovers rule.
 pub(crate) trait FloatElem: Copy {
     /// Elements `i..i + 4` as floats.
@@ -333,16 +365,7 @@ impl FloatElem for u16 {
     fn load4(row: &[u16], i: usize) -> float32x4_t {
         let h = &row[i..i + 4];
         // SAFETY: `h` is 4 readable u16.
-        let bits = unsafe { vld1_u16(h.as_ptr()) };
-        let out: float32x4_t;
-        // `fcvtl` (half -> single, exact) is base aarch64; Rust's f16 vector intrinsics are not
-        // stable yet.
-        // SAFETY: reads and writes only the named vector registers.
-        unsafe {
-            std::arch::asm!("fcvtl {o:v}.4s, {i:v}.4h", o = lateout(vreg) out, i = in(vreg) bits,
-                options(pure, nomem, nostack, preserves_flags));
-        }
-        out
+        widen4(unsafe { vld1_u16(h.as_ptr()) })
     }
     #[inline]
     fn finish(reduced: f32, w: &[u16], a: &[f32]) -> f32 {
@@ -742,6 +765,39 @@ mod tests {
             check_tiles::<Q4_0>(Kind::Q4_0, &case_q4_0(&mut rng, 2, nb, 5));
             check_tiles::<Q4_1>(Kind::Q4_1, &case_q4_1(&mut rng, 2, nb, 5));
             check_tiles::<Q8_0>(Kind::Q8_0, &case_q8_0(&mut rng, 2, nb, 5));
+        }
+    }
+
+    /// The matrix-vector kernel (decoding) gives the model's bits for every row of a 4-row group
+    /// and of the 1-row remainder, with and without `sdot`, on odd and even block counts.
+    fn check_matvec<F: NeonTile>(kind: Kind, c: &Case<F::W, F::A>) {
+        use super::super::matvec::{activation_pairs, rows_dot};
+        let rows = ActRows { blocks: &c.a, d: &c.d, s: &c.s, nb: c.nb, n: 1 };
+        let pairs = activation_pairs::<F>(&rows);
+        let w: [&[F::W]; 4] = std::array::from_fn(|r| &c.w[r][..]);
+        let mut got = Vec::new();
+        // SAFETY: DOT only when dotprod was detected.
+        got.push(unsafe { rows_dot::<F, false, 4>(w, &rows, &pairs) });
+        if has_dotprod() {
+            got.push(unsafe { rows_dot::<F, true, 4>(w, &rows, &pairs) });
+        }
+        for r in 0..4 {
+            let want = model(kind, &c.wm[r], &c.am[0]);
+            for g in &got {
+                assert_eq!(g[r].to_bits(), want.to_bits(), "nb={} r={r}: {} vs {want}", c.nb, g[r]);
+            }
+            let one = unsafe { rows_dot::<F, false, 1>([w[r]], &rows, &pairs) }[0];
+            assert_eq!(one.to_bits(), want.to_bits(), "nb={} r={r} (one row)", c.nb);
+        }
+    }
+
+    #[test]
+    fn quant_matvec_matches_ggml_neon_model() {
+        let mut rng = Lcg::new(78);
+        for nb in [1usize, 2, 3, 4, 5, 18, 35, 48] {
+            check_matvec::<Q4_0>(Kind::Q4_0, &case_q4_0(&mut rng, 4, nb, 1));
+            check_matvec::<Q4_1>(Kind::Q4_1, &case_q4_1(&mut rng, 4, nb, 1));
+            check_matvec::<Q8_0>(Kind::Q8_0, &case_q8_0(&mut rng, 4, nb, 1));
         }
     }
 
