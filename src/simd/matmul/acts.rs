@@ -43,6 +43,10 @@ pub struct QuantizedActs {
     /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
     /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
     pub(super) h: Vec<f32>,
+    /// NEON with FP16 arithmetic: the same rows as half bit patterns (row `j` at `j * h_stride`),
+    /// the operand ggml's half-precision dot products load.
+    #[cfg(target_arch = "aarch64")]
+    pub(super) hb: Vec<u16>,
     /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
     /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
     #[cfg(target_arch = "x86_64")]
@@ -69,6 +73,8 @@ impl QuantizedActs {
             d: Vec::new(),
             s: Vec::new(),
             h: Vec::new(),
+            #[cfg(target_arch = "aarch64")]
+            hb: Vec::new(),
             #[cfg(target_arch = "x86_64")]
             off: Vec::new(),
             h_off: 0,
@@ -115,6 +121,11 @@ impl QuantizedActs {
                 self.h_stride = hs;
                 let off = self.h_off;
                 rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
+                #[cfg(target_arch = "aarch64")]
+                if super::neon::half_products(level) {
+                    self.hb.resize(n * hs, 0);
+                    rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
+                }
             }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
@@ -168,6 +179,12 @@ impl QuantizedActs {
     pub(super) fn h_row(&self, j: usize) -> &[f32] {
         let start = self.h_off + j * self.h_stride;
         &self.h[start..start + self.k]
+    }
+
+    /// Row `j` of the activations as half bits (prepared where [`super::neon::half_products`]).
+    #[cfg(target_arch = "aarch64")]
+    pub(super) fn hb_row(&self, j: usize) -> &[u16] {
+        &self.hb[j * self.h_stride..j * self.h_stride + self.k]
     }
 
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

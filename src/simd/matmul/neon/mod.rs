@@ -4,7 +4,7 @@
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{put_tile, walk_tiles, FloatTiles, Tiles};
+use super::walk::{walk_tiles, FloatTiles, Tiles};
 use super::{ActRows, Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::{blocks_from_bytes, Q4_0, Q4_1, Q8_0};
 use tiles as tile;
@@ -56,32 +56,46 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
     }
 }
 
-/// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`).
+/// Whether F16 products at `level` accumulate in half precision: NEON on a CPU with FEAT_FP16,
+/// as ggml-cpu built with `+fp16` (see `tiles::f16_tile_hp`); their activations are then
+/// prepared as half bits too.
+pub(super) fn half_products(level: crate::simd::cpu_features::SimdLevel) -> bool {
+    crate::simd::cpu_features::clamp_level(level) == crate::simd::cpu_features::SimdLevel::Neon && crate::simd::cpu_features::has_fp16()
+}
+
+/// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`), in
+/// the shared tile walk (its cache blocks of activation rows).
 ///
 /// # Safety
 /// The CPU must have FEAT_FP16.
 #[target_feature(enable = "fp16")]
 unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-    let rows = dst.weight_rows();
-    let n = dst.n();
-    let mut i = rows.start;
-    // SAFETY (tile calls): FEAT_FP16 by this function's contract; shapes are checked inside.
-    while i + 2 <= rows.end {
-        let wr = [w.row_f16(i), w.row_f16(i + 1)];
-        let mut j = 0;
-        while j + 2 <= n {
-            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 2>(wr, [q.h_row(j), q.h_row(j + 1)]) });
-            j += 2;
-        }
-        if j < n {
-            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<2, 1>(wr, [q.h_row(j)]) });
-        }
-        i += 2;
+    let a: Vec<&[u16]> = (0..dst.n()).map(|j| q.hb_row(j)).collect();
+    // SAFETY: FEAT_FP16 by this function's contract.
+    unsafe { walk_tiles(&HalfTiles { w, a }, dst) }
+}
+
+/// F16 weight rows against F16 activation rows (half bits), accumulated in half precision.
+struct HalfTiles<'a> {
+    w: &'a Weights<'a>,
+    /// Every activation row, sliced once per chunk.
+    a: Vec<&'a [u16]>,
+}
+
+impl<'a> Tiles for HalfTiles<'a> {
+    type Row = &'a [u16];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'a [u16] {
+        self.w.row_f16(i)
     }
-    if i < rows.end {
-        for j in 0..n {
-            put_tile(dst, i, j, unsafe { tile::f16_tile_hp::<1, 1>([w.row_f16(i)], [q.h_row(j)]) });
-        }
+    /// # Safety
+    /// The CPU must have FEAT_FP16 (walked from [`f16_rows_hp`] only).
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'a [u16]; R], j: usize) -> [[f32; C]; R] {
+        let mut a = [self.a[j]; C];
+        a.copy_from_slice(&self.a[j..j + C]);
+        // SAFETY: FEAT_FP16 by this function's contract; the kernel checks the row lengths.
+        unsafe { tile::f16_tile_hp::<R, C>(w, a) }
     }
 }
 

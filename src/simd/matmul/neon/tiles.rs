@@ -502,54 +502,42 @@ mod hp {
         };
         (lo, hi)
     }
-
-    /// 8 f32 that are half values (the F16 activations, kept widened) back to halves: exact.
-    ///
-    /// # Safety
-    /// FEAT_FP16 (not needed by the instructions, kept uniform).
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn narrow(lo: float32x4_t, hi: float32x4_t) -> uint16x8_t {
-        let r: uint16x8_t;
-        // SAFETY: register-only instructions (base aarch64).
-        unsafe {
-            asm!("fcvtn {r:v}.4h, {lo:v}.4s", "fcvtn2 {r:v}.8h, {hi:v}.4s", r = out(vreg) r, lo = in(vreg) lo, hi = in(vreg) hi,
-                options(pure, nomem, nostack, preserves_flags))
-        };
-        r
-    }
 }
 
-/// F16 weight rows times F16 activation rows (given widened, `a`) as ggml's `ggml_vec_dot_f16`
-/// computes them when built with FP16 vector arithmetic (`+fp16`: every llama.rn arm64 library
-/// but `rnllama_v8`, and whisper.rn's): four 8-lane *half-precision* FMA accumulators over
-/// 32-element steps (accumulator `j` takes elements `32i + 8j..+8`), reduced in half as
-/// `(acc0 + acc2) + (acc1 + acc3)`, widened, the two halves added and `vaddvq_f32`, then the
-/// leftovers in double. Much less accurate than f32 accumulation (each lane rounds to 11 bits
-/// per step), but it is what stock computes on those phones.
+/// F16 weight rows times F16 activation rows (half bit patterns, as ggml's F16 partner format
+/// holds them) as ggml's `ggml_vec_dot_f16` computes them when built with FP16 vector arithmetic
+/// (`+fp16`: every llama.rn arm64 library but `rnllama_v8`, and whisper.rn's): four 8-lane
+/// *half-precision* FMA accumulators over 32-element steps (accumulator `j` takes elements
+/// `32i + 8j..+8`), reduced in half as `(acc0 + acc2) + (acc1 + acc3)`, widened, the two halves
+/// added and `vaddvq_f32`, then the leftovers in double. Much less accurate than f32
+/// accumulation (each lane rounds to 11 bits per step), but it is what stock computes on those
+/// phones. The activations come as halves so a step loads each operand with one instruction
+/// (narrowing widened activations again cost two loads and two conversions per 8 elements and
+/// column: whisper's F16 products ran 2-2.6x ggml's instructions).
 ///
 /// # Safety
 /// The CPU must have FEAT_FP16 (`has_fp16`). (Shapes are checked.)
 #[inline]
 #[target_feature(enable = "fp16")]
-pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R], a: [&[u16]; C]) -> [[f32; C]; R] {
     let k = a[0].len();
     assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
     let np = k & !31;
-    // SAFETY (whole body): the loads read 8 elements at offsets < np <= k of slices of length
-    // k; the hp functions need FEAT_FP16, which this function requires; the rest is NEON.
+    let wp = w.map(|r| r.as_ptr());
+    let ap = a.map(|r| r.as_ptr());
+    // SAFETY (whole body): the loads read 8 elements at offsets i + 8 <= np <= k of rows of
+    // length k (asserted); the hp functions need FEAT_FP16, which this function requires; the
+    // rest is NEON.
     unsafe {
-        let ld_w = |r: usize, i: usize| vld1q_u16(w[r][i..i + 8].as_ptr());
-        let ld_a = |c: usize, i: usize| hp::narrow(vld1q_f32(a[c][i..i + 4].as_ptr()), vld1q_f32(a[c][i + 4..i + 8].as_ptr()));
         let zero = vdupq_n_u16(0);
         let mut parts = [[[zero; 4]; C]; R];
         for j in 0..4 {
             let mut acc = [[zero; C]; R];
             let mut i = 8 * j;
             while i < np {
-                let wv: [uint16x8_t; R] = std::array::from_fn(|r| ld_w(r, i));
+                let wv: [uint16x8_t; R] = std::array::from_fn(|r| vld1q_u16(wp[r].add(i)));
                 for c in 0..C {
-                    let av = ld_a(c, i);
+                    let av = vld1q_u16(ap[c].add(i));
                     for r in 0..R {
                         acc[r][c] = hp::fma(acc[r][c], wv[r], av);
                     }
@@ -568,11 +556,49 @@ pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R],
                 let p = &parts[r][c];
                 let x = hp::add(hp::add(p[0], p[2]), hp::add(p[1], p[3]));
                 let (lo, hi) = hp::widen(x);
-                out[r][c] = <u16 as FloatElem>::finish(vaddvq_f32(vaddq_f32(lo, hi)), &w[r][np..], &a[c][np..]);
+                out[r][c] = vaddvq_f32(vaddq_f32(lo, hi));
             }
         }
-        out
+        if np == k {
+            return out;
+        }
+        finish_halves(out, w.map(|r| &r[np..]), a.map(|r| &r[np..]))
     }
+}
+
+/// ggml's F16 leftovers (`k % 32`) for every output of a tile: `sumf += (double) (x * y)` with
+/// `sumf` a double, each output in its own order. The halves are widened as vectors and the
+/// outputs' sums interleaved (element-outer): one by one, the leftovers of whisper's KQV
+/// (28 of 1500 elements) took more instructions than its vector part.
+#[inline]
+fn finish_halves<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[u16]; R], a: [&[u16]; C]) -> [[f32; C]; R] {
+    let tail = a[0].len();
+    let wf = w.map(widen_tail);
+    let af = a.map(widen_tail);
+    let mut sum = reduced.map(|row| row.map(|v| v as f64));
+    for e in 0..tail.min(32) {
+        for r in 0..R {
+            let x = wf[r][e];
+            for c in 0..C {
+                sum[r][c] += (x * af[c][e]) as f64;
+            }
+        }
+    }
+    sum.map(|row| row.map(|v| v as f32))
+}
+
+/// Up to 32 halves as f32, four at a time through a zero-padded copy.
+#[inline(always)]
+fn widen_tail(h: &[u16]) -> [f32; 32] {
+    let n = h.len().min(32);
+    let mut bits = [0u16; 32];
+    bits[..n].copy_from_slice(&h[..n]);
+    let mut out = [0f32; 32];
+    for q in 0..n.div_ceil(4) {
+        // SAFETY: `bits` and `out` hold 32 elements and 4q + 4 <= 32.
+        unsafe { vst1q_f32(out.as_mut_ptr().add(4 * q), widen4(vld1_u16(bits.as_ptr().add(4 * q)))) };
+    }
+    out
 }
 
 #[cfg(test)]
@@ -918,10 +944,17 @@ mod tests {
         let mut rng = Lcg::new(12);
         for k in [1usize, 31, 32, 33, 64, 100, 576, 1536] {
             let w: Vec<Vec<u16>> = (0..2).map(|_| (0..k).map(|_| fp32_to_fp16(rng.next_gauss())).collect()).collect();
-            let a: Vec<Vec<f32>> = (0..3).map(|_| (0..k).map(|_| fp16_to_fp32(fp32_to_fp16(rng.next_gauss()))).collect()).collect();
+            let a: Vec<Vec<f32>> = (0..4).map(|_| (0..k).map(|_| fp16_to_fp32(fp32_to_fp16(rng.next_gauss()))).collect()).collect();
+            let ah: Vec<Vec<u16>> = a.iter().map(|r| r.iter().map(|&x| fp32_to_fp16(x)).collect()).collect();
             // SAFETY: FEAT_FP16 checked above.
-            let t22 = unsafe { f16_tile_hp::<2, 2>([&w[0], &w[1]], [&a[0], &a[2]]) };
-            let t11 = unsafe { f16_tile_hp::<1, 1>([&w[1]], [&a[1]]) };
+            let t22 = unsafe { f16_tile_hp::<2, 2>([&w[0], &w[1]], [&ah[0], &ah[2]]) };
+            let t11 = unsafe { f16_tile_hp::<1, 1>([&w[1]], [&ah[1]]) };
+            let t24 = unsafe { f16_tile_hp::<2, 4>([&w[0], &w[1]], [&ah[0], &ah[1], &ah[2], &ah[3]]) };
+            for r in 0..2 {
+                for c in 0..4 {
+                    assert_eq!(t24[r][c].to_bits(), f16_hp_model(&w[r], &a[c]).to_bits(), "k={k} r={r} c={c} (2x4)");
+                }
+            }
             for r in 0..2 {
                 for (c, j) in [0usize, 2].into_iter().enumerate() {
                     assert_eq!(t22[r][c].to_bits(), f16_hp_model(&w[r], &a[j]).to_bits(), "k={k} r={r} c={c}");
@@ -937,8 +970,9 @@ mod tests {
         a[0] = 1.0;
         w[32] = fp32_to_fp16(1.0);
         a[32] = 1.0;
+        let ah: Vec<u16> = a.iter().map(|&x| fp32_to_fp16(x)).collect();
         // SAFETY: FEAT_FP16 checked above.
-        assert_eq!(unsafe { f16_tile_hp::<1, 1>([&w], [&a]) }[0][0], 2048.0);
+        assert_eq!(unsafe { f16_tile_hp::<1, 1>([&w], [&ah]) }[0][0], 2048.0);
         assert_eq!(float_tile::<u16, 1, 1>([&w], [&a])[0][0], 2049.0);
     }
 
