@@ -75,6 +75,12 @@ fn compute_node<R: Rev>(s: &Session, t: &Tensor<R>) -> Result<bool> {
 
 /// Runs every node of `g`; `abort` is polled between nodes (wsp's abort callback).
 pub fn compute_graph<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -> Result<Status> {
+    let status = compute_nodes(s, g, abort);
+    super::ops::mul_mat::trim_thread_buffers();
+    status
+}
+
+fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -> Result<Status> {
     for &node in g.nodes() {
         if abort() {
             return Ok(STATUS_ABORTED);

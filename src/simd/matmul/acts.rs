@@ -159,6 +159,23 @@ impl QuantizedActs {
         }
     }
 
+    /// Bytes this holds on the heap (capacity, not length).
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of_val;
+        let mut n = self.q8_0.capacity() * size_of_val(&BlockQ8_0::default())
+            + self.q8_1.capacity() * size_of_val(&BlockQ8_1::default())
+            + (self.d.capacity() + self.s.capacity() + self.h.capacity()) * 4;
+        #[cfg(target_arch = "aarch64")]
+        {
+            n += self.hb.capacity() * 2;
+        }
+        #[cfg(target_arch = "x86_64")]
+        {
+            n += self.off.capacity() * 32;
+        }
+        n
+    }
+
     pub(super) fn check(&self, kind: QKind, acts: &Acts<'_>) {
         assert!(
             self.kind == kind && self.k == acts.k && self.n == acts.n,
