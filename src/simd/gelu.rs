@@ -42,6 +42,8 @@ pub fn gelu_at(level: SimdLevel, x: &[f32], y: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: clamp_level only returns Avx2 when AVX2, FMA and F16C were detected at runtime.
         SimdLevel::Avx2 | SimdLevel::Avx512 => unsafe { x86::gelu(table, x, y) },
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::gelu(table, x, y),
         _ => y.iter_mut().zip(x).for_each(|(y, &x)| *y = gelu_scalar(table, x)),
     }
 }
@@ -81,6 +83,41 @@ mod x86 {
                 let r = _mm256_blendv_ps(g, v, _mm256_cmp_ps::<_CMP_GE_OQ>(v, hi));
                 let r = _mm256_andnot_ps(_mm256_cmp_ps::<_CMP_LE_OQ>(v, lo), r);
                 _mm256_storeu_ps(ys.as_mut_ptr(), r);
+            }
+        }
+        for (y, &x) in y[full..n].iter_mut().zip(&x[full..n]) {
+            *y = gelu_scalar(table, x);
+        }
+    }
+}
+
+/// Four elements at a time: one `fcvtn` for the table indices (ggml-cpu on ARM converts with the
+/// hardware too), four scalar table loads (NEON has no gather), the two thresholds as selects.
+/// The element-by-element software conversion was most of GELU's instructions.
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{gelu_scalar, TABLE_LEN};
+    use crate::simd::quant::f16::neon::narrow4;
+    use std::arch::aarch64::*;
+
+    pub(super) fn gelu(table: &[f32], x: &[f32], y: &mut [f32]) {
+        let n = x.len().min(y.len());
+        let Ok(table) = <&[f32; TABLE_LEN]>::try_from(table) else {
+            y.iter_mut().zip(x).for_each(|(y, &x)| *y = gelu_scalar(table, x));
+            return;
+        };
+        let full = n / 4 * 4;
+        for (xs, ys) in x[..full].chunks_exact(4).zip(y[..full].chunks_exact_mut(4)) {
+            // SAFETY: both chunks hold exactly 4 f32; `h` holds 4 u16; NEON is baseline.
+            unsafe {
+                let v = vld1q_f32(xs.as_ptr());
+                let mut h = [0u16; 4];
+                vst1_u16(h.as_mut_ptr(), narrow4(v));
+                // u16 indices into a table of 2^16 entries: always in bounds
+                let g = [table[h[0] as usize], table[h[1] as usize], table[h[2] as usize], table[h[3] as usize]];
+                let r = vbslq_f32(vcgeq_f32(v, vdupq_n_f32(10.0)), v, vld1q_f32(g.as_ptr()));
+                let r = vbslq_f32(vcleq_f32(v, vdupq_n_f32(-10.0)), vdupq_n_f32(0.0), r);
+                vst1q_f32(ys.as_mut_ptr(), r);
             }
         }
         for (y, &x) in y[full..n].iter_mut().zip(&x[full..n]) {

@@ -213,7 +213,7 @@ pub(crate) mod neon {
 
     /// Four singles to halves (round to nearest even).
     #[inline(always)]
-    fn narrow4(x: float32x4_t) -> uint16x4_t {
+    pub(crate) fn narrow4(x: float32x4_t) -> uint16x4_t {
         let r: uint16x4_t;
         // SAFETY: register-only instruction (base aarch64).
         unsafe { asm!("fcvtn {r:v}.4h, {x:v}.4s", r = lateout(vreg) r, x = in(vreg) x, options(pure, nomem, nostack, preserves_flags)) };

@@ -4,7 +4,7 @@
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{walk_tiles, FloatTiles, Tiles};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
 use super::{ActRows, Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::{blocks_from_bytes, Q4_0, Q4_1, Q8_0};
 use tiles as tile;
@@ -71,8 +71,21 @@ pub(super) fn half_products(level: crate::simd::cpu_features::SimdLevel) -> bool
 #[target_feature(enable = "fp16")]
 unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     let a: Vec<&[u16]> = (0..dst.n()).map(|j| q.hb_row(j)).collect();
+    let tiles = HalfTiles { w, a };
+    let mut rows = dst.weight_rows();
+    if dst.n() == 1 {
+        // Decoding attention (one query row against K / V rows): four weight rows per tile, so
+        // the per-tile work (row lookups, the reduction, the stores) is shared by four outputs.
+        while rows.len() >= 4 {
+            let i = rows.start;
+            let wr: [&[u16]; 4] = std::array::from_fn(|r| w.row_f16(i + r));
+            // SAFETY: FEAT_FP16 by this function's contract; the kernel checks the row lengths.
+            put_tile(dst, i, 0, unsafe { tile::f16_tile_hp::<4, 1>(wr, [tiles.a[0]]) });
+            rows.start += 4;
+        }
+    }
     // SAFETY: FEAT_FP16 by this function's contract.
-    unsafe { walk_tiles(&HalfTiles { w, a }, dst) }
+    unsafe { walk_tiles_rows(&tiles, dst, rows) }
 }
 
 /// F16 weight rows against F16 activation rows (half bits), accumulated in half precision.

@@ -531,7 +531,21 @@ pub(crate) unsafe fn f16_tile_hp<const R: usize, const C: usize>(w: [&[u16]; R],
     unsafe {
         let zero = vdupq_n_u16(0);
         let mut parts = [[[zero; 4]; C]; R];
-        for j in 0..4 {
+        if C == 1 {
+            // One activation row (decoding attention): all four accumulators in one pass, the
+            // row's four vectors loaded once per step for every weight row.
+            let mut i = 0;
+            while i < np {
+                let av: [uint16x8_t; 4] = std::array::from_fn(|j| vld1q_u16(ap[0].add(i + 8 * j)));
+                for r in 0..R {
+                    for j in 0..4 {
+                        parts[r][0][j] = hp::fma(parts[r][0][j], vld1q_u16(wp[r].add(i + 8 * j)), av[j]);
+                    }
+                }
+                i += 32;
+            }
+        }
+        for j in 0..if C == 1 { 0 } else { 4 } {
             let mut acc = [[zero; C]; R];
             let mut i = 8 * j;
             while i < np {
@@ -950,6 +964,10 @@ mod tests {
             let t22 = unsafe { f16_tile_hp::<2, 2>([&w[0], &w[1]], [&ah[0], &ah[2]]) };
             let t11 = unsafe { f16_tile_hp::<1, 1>([&w[1]], [&ah[1]]) };
             let t24 = unsafe { f16_tile_hp::<2, 4>([&w[0], &w[1]], [&ah[0], &ah[1], &ah[2], &ah[3]]) };
+            let t41 = unsafe { f16_tile_hp::<4, 1>([&w[0], &w[1], &w[1], &w[0]], [&ah[3]]) };
+            for (r, wr) in [0usize, 1, 1, 0].into_iter().enumerate() {
+                assert_eq!(t41[r][0].to_bits(), f16_hp_model(&w[wr], &a[3]).to_bits(), "k={k} r={r} (4x1)");
+            }
             for r in 0..2 {
                 for c in 0..4 {
                     assert_eq!(t24[r][c].to_bits(), f16_hp_model(&w[r], &a[c]).to_bits(), "k={k} r={r} c={c} (2x4)");
