@@ -220,9 +220,10 @@ pub(crate) mod neon {
         r
     }
 
-    /// Four halves to singles (exact).
+    /// Four halves (bit patterns) to singles (exact). Inline assembly: Rust's f16 vector
+    /// intrinsics are not stable yet.
     #[inline(always)]
-    fn widen4(h: uint16x4_t) -> float32x4_t {
+    pub(crate) fn widen4(h: uint16x4_t) -> float32x4_t {
         let r: float32x4_t;
         // SAFETY: register-only instruction (base aarch64).
         unsafe { asm!("fcvtl {r:v}.4s, {h:v}.4h", r = lateout(vreg) r, h = in(vreg) h, options(pure, nomem, nostack, preserves_flags)) };

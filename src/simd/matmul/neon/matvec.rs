@@ -11,7 +11,8 @@
 //! and Q4_1's `m0 * s0 + m1 * s1` is one vector FMA on lanes that line up. The activation
 //! side of a pair (32 + 32 quants, `[da0, s0, da1, s1]`) is loaded once for four weight rows.
 
-use super::tiles::{block_ints, widen4, NeonTile, FUSED_MLA};
+use super::tiles::{block_ints, NeonTile, FUSED_MLA};
+use crate::simd::quant::f16::neon::widen4;
 use crate::simd::matmul::{ActRows, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use std::arch::aarch64::*;

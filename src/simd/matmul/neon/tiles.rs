@@ -56,6 +56,7 @@
 
 use super::super::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::quant::f16::neon::widen4;
 use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
 use std::arch::aarch64::*;
 
@@ -338,19 +339,6 @@ pub(crate) fn quant_dot<F: NeonTile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32
 unsafe fn quant_dot_sdot<F: NeonTile>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f32 {
     // SAFETY: this function requires dotprod.
     unsafe { quant_tile::<F, true, 1, 1>([w], rows, 0)[0][0] }
-}
-
-/// Four halves (bit patterns) widened to f32 by `fcvtl` (exact), which is base aarch64; Rust's
-/// f16 vector intrinsics are not stable yet.
-#[inline(always)]
-pub(super) fn widen4(bits: uint16x4_t) -> float32x4_t {
-    let out: float32x4_t;
-    // SAFETY: reads and writes only the named vector registers.
-    unsafe {
-        std::arch::asm!("fcvtl {o:v}.4s, {i:v}.4h", o = lateout(vreg) out, i = in(vreg) bits,
-            options(pure, nomem, nostack, preserves_flags));
-    }
-    out
 }
 
 /// One weight row element type of the float products (F16 or F32) with ggml's leftovers rule.
