@@ -93,7 +93,12 @@ fn yarn(theta_extrap: f32, p: &RopeParams, corr: &[f32; 2], i0: usize) -> (f32, 
 /// rounded (ggml-cpu's normal-mode loop when dst is src, see [`rope`]).
 #[inline(always)]
 fn rotate(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool) {
-    let mut i0 = 0;
+    rotate_from(x, d, cache, n_dims, neox, contract, 0)
+}
+
+/// [`rotate`] from pair index `i0` on (the vector kernels leave the last pairs to this loop).
+#[inline(always)]
+fn rotate_from(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool, mut i0: usize) {
     while i0 < n_dims {
         let (c, sn) = (cache[i0], cache[i0 + 1]);
         let (j0, j1) = if neox { (i0 / 2, i0 / 2 + n_dims / 2) } else { (i0, i0 + 1) };
@@ -156,20 +161,7 @@ fn rotate_neon(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: boo
             i0 += 8;
         }
     }
-    while i0 < n_dims {
-        let (c, sn) = (cache[i0], cache[i0 + 1]);
-        let (j0, j1) = if neox { (i0 / 2, i0 / 2 + half) } else { (i0, i0 + 1) };
-        let (x0, x1) = (x[j0], x[j1]);
-        if contract {
-            d[j0] = x0.mul_add(c, -(x1 * sn));
-            d[j1] = x0.mul_add(sn, x1 * c);
-        } else {
-            d[j0] = x0 * c - x1 * sn;
-            d[j1] = x0 * sn + x1 * c;
-        }
-        i0 += 2;
-    }
-    d[n_dims..].copy_from_slice(&x[n_dims..]);
+    rotate_from(x, d, cache, n_dims, neox, contract, i0)
 }
 
 /// `dst` and `a` are [head_dim, n_head, n_tokens, 1]; `pos` holds one I32 position per token.
