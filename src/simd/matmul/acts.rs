@@ -116,16 +116,20 @@ impl QuantizedActs {
                 // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
                 // tiles load whole cache lines, and split-line loads slowed whisper's attention
                 let hs = k.next_multiple_of(16);
-                self.h.resize(n * hs + 15, 0.0);
-                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
                 self.h_stride = hs;
-                let off = self.h_off;
-                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
+                // NEON with FP16 arithmetic multiplies the half bits only: no f32 copy (it was
+                // twice the bytes of ggml's F16 work buffer, and a second conversion pass)
                 #[cfg(target_arch = "aarch64")]
                 if super::neon::half_products(level) {
+                    self.h.clear();
                     self.hb.resize(n * hs, 0);
                     rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
+                    return;
                 }
+                self.h.resize(n * hs + 15, 0.0);
+                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
+                let off = self.h_off;
+                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
             }
             WType::Q4_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
@@ -161,18 +165,14 @@ impl QuantizedActs {
 
     /// Bytes this holds on the heap (capacity, not length).
     pub fn heap_bytes(&self) -> usize {
-        use std::mem::size_of_val;
-        let mut n = self.q8_0.capacity() * size_of_val(&BlockQ8_0::default())
-            + self.q8_1.capacity() * size_of_val(&BlockQ8_1::default())
-            + (self.d.capacity() + self.s.capacity() + self.h.capacity()) * 4;
+        fn bytes<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        let n = bytes(&self.q8_0) + bytes(&self.q8_1) + bytes(&self.d) + bytes(&self.s) + bytes(&self.h);
         #[cfg(target_arch = "aarch64")]
-        {
-            n += self.hb.capacity() * 2;
-        }
+        let n = n + bytes(&self.hb);
         #[cfg(target_arch = "x86_64")]
-        {
-            n += self.off.capacity() * 32;
-        }
+        let n = n + bytes(&self.off);
         n
     }
 

@@ -141,6 +141,14 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
     let mut q = QuantizedActs::new();
     q.prepare_at(level, tw.wtype, &a);
     let f16_acts = tw.wtype == WType::F16 && clamp_level(level) != SimdLevel::Portable;
+    // the activations as ggml's F16 dot sees them (rounded to half on that level)
+    let rounded: Vec<Vec<f32>> = (0..n)
+        .map(|j| {
+            let mut r = vec![0f32; tw.k];
+            crate::simd::quant::f16::round_f16_slice_at(level, a.row(j), &mut r);
+            r
+        })
+        .collect();
     let h = |x: u16| fp16_to_fp32(x) as f64;
     let mut out = Vec::with_capacity(n * tw.rows);
     for j in 0..n {
@@ -149,7 +157,7 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
             match tw.wtype {
                 WType::F32 | WType::F16 => {
                     let wr = &tw.deq[i * tw.k..(i + 1) * tw.k];
-                    let ar = if f16_acts { q.h_row(j) } else { a.row(j) };
+                    let ar = if f16_acts { &rounded[j][..] } else { a.row(j) };
                     for (&x, &y) in wr.iter().zip(ar) {
                         v += x as f64 * y as f64;
                         m += (x as f64 * y as f64).abs();
