@@ -21,28 +21,33 @@ pub fn mul_mat_gemm(w: &Weights<'_>, acts: &Acts<'_>, dst: DstView<'_>, scratch:
 pub fn mul_mat_gemm_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, mut dst: DstView<'_>, scratch: &mut Vec<f32>) {
     check_shapes(w, acts, &dst);
     let rows = dst.weight_rows();
-    let (k, n) = (w.k, acts.n);
+    let cols = dst.act_rows();
+    let (k, n) = (w.k, cols.len());
     if n == 0 || rows.is_empty() {
         return;
     }
     if k == 0 {
-        for j in 0..n {
+        for j in cols {
             dst.row_mut(j).fill(0.0);
         }
         return;
     }
-    let a = acts.data.as_ptr();
+    // the view's activation rows: A starts at row cols.start, C at output row cols.start
+    let a = acts.row(cols.start).as_ptr();
     let rsa = acts.stride as isize;
     let rsc = dst.stride as isize;
+    let c_row = cols.start * dst.stride;
     if w.wtype == WType::F32 {
         // No conversion needed: sgemm reads the weight rows in place as B = W^T.
         let b = w.row_f32(rows.start).as_ptr();
-        let c = dst.col_ptr(rows.start);
-        // SAFETY: A = n x k activations inside `acts.data` (checked by Acts::new); B = k x cols
+        let c = dst.col_ptr(rows.start).wrapping_add(c_row);
+        // SAFETY: A = n x k activations, rows cols.start..cols.end of `acts.data` (Acts::new
+        // checked its length, check_shapes that the view's rows are among them); B = k x cols
         // read at b + c*1 + i*(row_stride/4), i.e. rows rows.start..rows.end of the weights,
         // inside `w.data` (Weights::new checked length and 4-byte alignment, check_shapes checked
-        // rows.end <= w.rows); C = n x cols written at element (j, i) of the view, inside the
-        // borrowed dst buffer (DstView::for_rows) and not aliased by any other view or by A/B.
+        // rows.end <= w.rows); C = n x cols written at element (j, i) of the view (j in its
+        // activation rows), inside the borrowed dst buffer (DstView::for_rows) and not aliased
+        // by any other view or by A/B.
         unsafe {
             matrixmultiply::sgemm(
                 n, k, rows.len(), 1.0,
@@ -65,7 +70,7 @@ pub fn mul_mat_gemm_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, mut d
             let off = (i - t0) * k;
             w.dequantize_row_at(level, i, &mut scratch[off..off + k]);
         }
-        let c = dst.col_ptr(t0);
+        let c = dst.col_ptr(t0).wrapping_add(c_row);
         // SAFETY: A as above; B = k x (t1 - t0) read from the panel at element c + i*k, with
         // (t1 - t0) * k <= scratch.len(); C = n x (t1 - t0) at columns t0..t1 of the view, inside
         // the borrowed dst buffer and disjoint from A, B and every other view.

@@ -2,9 +2,10 @@
 //!
 //! Shapes follow ggml: weights are `rows` rows of `k` values (`src0`), activations are `n` rows
 //! of `k` f32 (`src1`), and the result has `n` rows of `rows` values (`dst[j][i] = w_i . a_j`).
-//! Work is split across threads by weight rows: every entry point computes exactly the weight
-//! rows covered by its [`DstView`], and [`DstView::split_at`] / [`DstView::split_even`] hand out
-//! disjoint column ranges of one output buffer without unsafe code on the caller's side.
+//! Work is split across threads in blocks of weight rows x activation rows: every entry point
+//! computes exactly the outputs covered by its [`DstView`], and [`DstView::split_even`] /
+//! [`DstView::split_acts_even`] hand out disjoint blocks of one output buffer without unsafe code
+//! on the caller's side.
 //!
 //! * [`mul_mat_vec`] (small `n`): activations are quantized once to the weights' partner format
 //!   ([`QuantizedActs`], shared read-only by all threads) and each output is one SIMD dot product,
@@ -165,15 +166,20 @@ impl<'a> Acts<'a> {
     }
 }
 
-/// Mutable view of the output columns (weight rows) one worker computes.
+/// Mutable view of the outputs one worker computes: a block of weight rows (output columns) x
+/// activation rows (output rows).
 ///
 /// Element (activation `j`, weight row `i`) lives at `j * stride + (i - first)` from the start
-/// of the buffer the view was made from. Splitting by weight rows yields views that never share
-/// an element, so they can be sent to different threads even though their memory interleaves.
+/// of the buffer the view was made from. Splitting by weight rows or by activation rows yields
+/// views that never share an element, so they can be sent to different threads even though
+/// their memory interleaves. Kernels index activations absolutely (`j` of the whole product),
+/// so a view of activation rows `j0..j1` needs no re-based activation buffers.
 #[derive(Debug)]
 pub struct DstView<'a> {
-    /// Element (0, rows.start).
+    /// Element (0, rows.start) (not necessarily covered: see `acts`).
     ptr: *mut f32,
+    /// Activation rows this view covers, out of the `n` of the product it was made from.
+    acts: Range<usize>,
     n: usize,
     stride: usize,
     rows: Range<usize>,
@@ -199,7 +205,7 @@ impl<'a> DstView<'a> {
             assert!(n == 1 || stride >= cols, "dst stride {stride} < columns {cols}");
             assert!(data.len() >= (n - 1) * stride + cols, "dst: slice too short");
         }
-        DstView { ptr: data.as_mut_ptr(), n, stride, rows, _borrow: PhantomData }
+        DstView { ptr: data.as_mut_ptr(), acts: 0..n, n, stride, rows, _borrow: PhantomData }
     }
 
     /// Weight rows (= output columns) this view covers.
@@ -207,18 +213,50 @@ impl<'a> DstView<'a> {
         self.rows.clone()
     }
 
-    /// Number of activation rows.
-    pub fn n(&self) -> usize {
-        self.n
+    /// Activation rows (= output rows) this view covers.
+    pub fn act_rows(&self) -> Range<usize> {
+        self.acts.clone()
     }
 
-    /// Splits into `[start, row)` and `[row, end)`.
+    /// Whether this view is part of a single-activation product (decoding): the kernels' matrix
+    /// x vector paths read the prepared activations as one row (scales at `[b]`, not `[b * n]`).
+    pub(crate) fn is_single_act(&self) -> bool {
+        self.n == 1
+    }
+
+    /// Splits into weight rows `[start, row)` and `[row, end)`.
     pub fn split_at(self, row: usize) -> (DstView<'a>, DstView<'a>) {
         assert!(self.rows.contains(&row) || row == self.rows.end, "split point outside the view");
         let right_ptr = self.ptr.wrapping_add(row - self.rows.start);
-        let left = DstView { ptr: self.ptr, n: self.n, stride: self.stride, rows: self.rows.start..row, _borrow: PhantomData };
-        let right = DstView { ptr: right_ptr, n: self.n, stride: self.stride, rows: row..self.rows.end, _borrow: PhantomData };
+        let left = DstView { ptr: self.ptr, acts: self.acts.clone(), n: self.n, stride: self.stride, rows: self.rows.start..row, _borrow: PhantomData };
+        let right = DstView { ptr: right_ptr, acts: self.acts, n: self.n, stride: self.stride, rows: row..self.rows.end, _borrow: PhantomData };
         (left, right)
+    }
+
+    /// Splits into activation rows `[start, j)` and `[j, end)` (the same weight rows).
+    pub fn split_acts_at(self, j: usize) -> (DstView<'a>, DstView<'a>) {
+        assert!(self.acts.contains(&j) || j == self.acts.end, "split point outside the view");
+        let left = DstView { ptr: self.ptr, acts: self.acts.start..j, n: self.n, stride: self.stride, rows: self.rows.clone(), _borrow: PhantomData };
+        let right = DstView { ptr: self.ptr, acts: j..self.acts.end, n: self.n, stride: self.stride, rows: self.rows, _borrow: PhantomData };
+        (left, right)
+    }
+
+    /// Splits into `parts` views of nearly equal activation-row ranges whose boundaries are
+    /// multiples of `multiple` rows (relative to the view start). Some views may be empty.
+    pub fn split_acts_even(self, parts: usize, multiple: usize) -> Vec<DstView<'a>> {
+        let (parts, multiple) = (parts.max(1), multiple.max(1));
+        let (start, len) = (self.acts.start, self.acts.len());
+        let units = len.div_ceil(multiple);
+        let mut out = Vec::with_capacity(parts);
+        let mut rest = self;
+        for p in 1..parts {
+            let at = start + (units * p / parts * multiple).min(len);
+            let (left, right) = rest.split_acts_at(at);
+            out.push(left);
+            rest = right;
+        }
+        out.push(rest);
+        out
     }
 
     /// Splits into `parts` views of nearly equal width whose boundaries are multiples of
@@ -243,17 +281,17 @@ impl<'a> DstView<'a> {
         out
     }
 
-    /// The covered columns of activation row `j`.
+    /// The covered columns of activation row `j` (one of [`Self::act_rows`]).
     fn row_mut(&mut self, j: usize) -> &mut [f32] {
-        assert!(j < self.n);
+        assert!(self.acts.contains(&j), "activation row {j} outside the view's {:?}", self.acts);
         if self.rows.is_empty() {
             // The buffer may be empty (dangling pointer); no element to hand out.
             return &mut [];
         }
         // SAFETY: `for_rows` checked that the original slice holds element (j, c) for every
-        // j < n and c < cols of the original view, and splitting only narrows the column range,
-        // so this range is inside the borrowed buffer; no other view covers these columns, and
-        // `&mut self` prevents a second live slice from this view.
+        // j < n and c < cols of the original view, and splitting only narrows the column and
+        // activation ranges, so this range is inside the borrowed buffer; no other view covers
+        // these elements, and `&mut self` prevents a second live slice from this view.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(j * self.stride), self.rows.len()) }
     }
 
@@ -363,12 +401,12 @@ pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &Qu
 /// Shared loop of the dot-product kernel: weight row outer, activations inner, so each weight
 /// row is streamed from memory once and stays in L1 while it meets every activation row.
 #[inline(always)]
-fn for_each_output<R>(dst: &mut DstView<'_>, n: usize, row: impl Fn(usize) -> R, dot: impl Fn(&R, usize) -> f32) {
+fn for_each_output<R>(dst: &mut DstView<'_>, row: impl Fn(usize) -> R, dot: impl Fn(&R, usize) -> f32) {
     let rows = dst.weight_rows();
     let r0 = rows.start;
     for i in rows {
         let wr = row(i);
-        for j in 0..n {
+        for j in dst.act_rows() {
             let v = dot(&wr, j);
             dst.row_mut(j)[i - r0] = v;
         }
@@ -377,13 +415,12 @@ fn for_each_output<R>(dst: &mut DstView<'_>, n: usize, row: impl Fn(usize) -> R,
 
 /// The portable dot-product kernel (ggml's scalar `vec_dot`s); the SIMD levels use tiles.
 fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-    let n = acts.n;
     match w.wtype {
-        WType::F32 => for_each_output(dst, n, |i| w.row_f32(i), |wr, j| dot_f32_portable(wr, acts.row(j))),
-        WType::F16 => for_each_output(dst, n, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),
-        WType::Q4_0 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ4_0>(w.row(i)), |wr, j| q4_0::vec_dot_portable(wr, q.q8_0_row(j))),
-        WType::Q4_1 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ4_1>(w.row(i)), |wr, j| q4_1::vec_dot_portable(wr, q.q8_1_row(j))),
-        WType::Q8_0 => for_each_output(dst, n, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
+        WType::F32 => for_each_output(dst, |i| w.row_f32(i), |wr, j| dot_f32_portable(wr, acts.row(j))),
+        WType::F16 => for_each_output(dst, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),
+        WType::Q4_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4_0>(w.row(i)), |wr, j| q4_0::vec_dot_portable(wr, q.q8_0_row(j))),
+        WType::Q4_1 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4_1>(w.row(i)), |wr, j| q4_1::vec_dot_portable(wr, q.q8_1_row(j))),
+        WType::Q8_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
     }
 }
 

@@ -99,6 +99,12 @@ enum Path {
 /// Runs one path into a padded dst (stride rows + 3, sentinel-filled), checks the padding is
 /// untouched and returns the dense n x rows result.
 fn run(path: Path, tw: &TestWeights, acts: &[f32], astride: usize, n: usize, threads: usize) -> Vec<f32> {
+    run_blocks(path, tw, acts, astride, n, threads, 1)
+}
+
+/// [`run`] with the output cut into `act_parts` activation-row blocks (boundaries at any row,
+/// so single-row blocks past row 0 occur) times `threads` weight-row blocks, one thread each.
+fn run_blocks(path: Path, tw: &TestWeights, acts: &[f32], astride: usize, n: usize, threads: usize, act_parts: usize) -> Vec<f32> {
     let w = tw.weights();
     let a = Acts::new(acts, tw.k, n, astride);
     let dstride = tw.rows + 3;
@@ -107,7 +113,11 @@ fn run(path: Path, tw: &TestWeights, acts: &[f32], astride: usize, n: usize, thr
     if let Path::Vec(level) = path {
         q.prepare_at(level, tw.wtype, &a);
     }
-    let views = DstView::new(&mut dst, n, tw.rows, dstride).split_even(threads, gemm_tile_rows(tw.k));
+    let views: Vec<DstView<'_>> = DstView::new(&mut dst, n, tw.rows, dstride)
+        .split_acts_even(act_parts, 1)
+        .into_iter()
+        .flat_map(|v| v.split_even(threads, gemm_tile_rows(tw.k)))
+        .collect();
     std::thread::scope(|s| {
         for view in views {
             let (w, a, q) = (&w, &a, &q);
@@ -312,6 +322,49 @@ fn threaded_split_matches_single() {
             assert!(nmse(&g3, &g1) < 1e-12, "{wtype:?}");
         }
     }
+}
+
+/// Blocks of activation rows (the chunks of batched products) give the whole product's bits on
+/// the dot path, including blocks of one row past row 0 (not a matrix-vector product) and
+/// rows long enough for the walk's smaller cache block; sgemm stays near-identical.
+#[test]
+fn activation_blocks_match_whole() {
+    let mut rng = Lcg::new(9);
+    for &wtype in &TYPES {
+        for (k, rows, n) in [(576, 67, 17), (1536, 9, 13)] {
+            let tw = TestWeights::new(wtype, k, rows, &mut rng);
+            let acts: Vec<f32> = (0..n * k).map(|_| rng.next_gauss()).collect();
+            for level in available_levels() {
+                let one = run(Path::Vec(level), &tw, &acts, k, n, 1);
+                // 17 rows in 9 parts: blocks of 1 and 2 rows; 13 in 5: 2 and 3
+                for (act_parts, threads) in [(2, 1), (9, 2), (5, 3), (n, 1)] {
+                    let got = run_blocks(Path::Vec(level), &tw, &acts, k, n, threads, act_parts);
+                    assert_eq!(got, one, "{wtype:?} {level:?} k={k} act_parts={act_parts}");
+                }
+                let g1 = run(Path::Gemm(level), &tw, &acts, k, n, 1);
+                let g = run_blocks(Path::Gemm(level), &tw, &acts, k, n, 2, 3);
+                assert!(nmse(&g, &g1) < 1e-12, "{wtype:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn split_acts_even_partitions() {
+    let mut buf = vec![0f32; 20 * 10];
+    let parts = DstView::new(&mut buf, 20, 10, 10).split_acts_even(3, 8);
+    let ranges: Vec<_> = parts.iter().map(|p| p.act_rows()).collect();
+    assert_eq!(ranges, vec![0..8, 8..16, 16..20]);
+    assert!(parts.iter().all(|p| p.weight_rows() == (0..10)));
+    let parts: Vec<_> = parts.into_iter().flat_map(|p| p.split_acts_even(2, 1)).collect();
+    assert_eq!(parts.iter().map(|p| p.act_rows().len()).sum::<usize>(), 20);
+    assert!(!parts[0].is_single_act());
+    // a one-row block of a batch is not a matrix-vector product (its scales are laid out for n)
+    let mut buf = vec![0f32; 3];
+    let parts = DstView::new(&mut buf, 3, 1, 1).split_acts_even(3, 1);
+    assert_eq!(parts.iter().map(|p| (p.act_rows(), p.is_single_act())).collect::<Vec<_>>(), vec![(0..1, false), (1..2, false), (2..3, false)]);
+    let mut buf = vec![0f32; 4];
+    assert!(DstView::new(&mut buf, 1, 4, 4).is_single_act());
 }
 
 /// The AVX-512 level gives the AVX2 level's bits (ggml's AVX2 order) on every shape edge:

@@ -15,6 +15,8 @@ pub(super) trait Tiles {
     /// # Safety
     /// The CPU must have the features the implementing kernel is compiled for.
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [Self::Row; R], j: usize) -> [[f32; C]; R];
+    /// Bytes of one activation row as the kernel reads it (sizes the walk's cache block).
+    fn act_row_bytes(&self) -> usize;
 }
 
 /// Fills `dst` tile by tile: weight rows in pairs and activation rows in fours, then the ragged
@@ -42,10 +44,11 @@ pub(super) unsafe fn walk_tiles<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
 #[inline(always)]
 pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, rows: Range<usize>) {
     debug_assert!(rows.start >= dst.weight_rows().start && rows.end <= dst.weight_rows().end);
-    let n = dst.n();
-    let mut j0 = 0;
-    while j0 < n {
-        let j1 = (j0 + COL_BLOCK).min(n);
+    let acts = dst.act_rows();
+    let block = col_block(k.act_row_bytes());
+    let mut j0 = acts.start;
+    while j0 < acts.end {
+        let j1 = (j0 + block).min(acts.end);
         let mut i = rows.start;
         // SAFETY (walk_cols): passed on from this function's contract.
         while i + 2 <= rows.end {
@@ -59,9 +62,19 @@ pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, row
     }
 }
 
-/// Activation rows per cache block of [`walk_tiles`]: with a chunk's 16 weight rows, 8 rows of
-/// 1500 floats (48 KB) and 16 F16 weight rows (48 KB) stay in L2, and a quantized block in L1.
-const COL_BLOCK: usize = 8;
+/// Activation rows per cache block of [`walk_tiles`]: 8, or 4 when 8 rows would not leave room
+/// in L1 for the weight rows streaming past them. Whisper's KQV (rows of 1500 f32, 6 KB) read
+/// its 48 KB blocks from L2 once per weight-row pair, at L2's bandwidth.
+fn col_block(row_bytes: usize) -> usize {
+    if 8 * row_bytes <= L1_ACT_BYTES {
+        8
+    } else {
+        4
+    }
+}
+
+/// L1 data bytes a cache block of activation rows may take (of 32-64 KiB on the cores we run on).
+const L1_ACT_BYTES: usize = 20 * 1024;
 
 /// # Safety
 /// As [`Tiles::tile`].
@@ -89,18 +102,27 @@ unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: u
 /// precision); each level implements [`Tiles`] for it with its float kernel.
 pub(super) struct FloatTiles<'a, W> {
     pub(super) w: W,
-    /// Every activation row, sliced once per chunk rather than once per tile.
+    /// The view's activation rows (`first..`), sliced once per chunk rather than once per tile.
     a: Vec<&'a [f32]>,
+    first: usize,
 }
 
 impl<'a, W> FloatTiles<'a, W> {
-    pub(super) fn new(w: W, n: usize, a: impl Fn(usize) -> &'a [f32]) -> Self {
-        FloatTiles { w, a: (0..n).map(a).collect() }
+    /// Weight rows `w(i)` against activation rows `a(j)` for `j` in `acts` (a view's
+    /// [`DstView::act_rows`]).
+    pub(super) fn new(w: W, acts: Range<usize>, a: impl Fn(usize) -> &'a [f32]) -> Self {
+        FloatTiles { w, first: acts.start, a: acts.map(a).collect() }
+    }
+
+    /// Bytes of one activation row (f32).
+    pub(super) fn act_row_bytes(&self) -> usize {
+        self.a.first().map_or(0, |r| 4 * r.len())
     }
 
     /// Activation rows `j..j + C`.
     #[inline(always)]
     pub(super) fn acts<const C: usize>(&self, j: usize) -> [&'a [f32]; C] {
+        let j = j - self.first;
         let mut a = [self.a[j]; C];
         a.copy_from_slice(&self.a[j..j + C]);
         a

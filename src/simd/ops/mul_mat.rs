@@ -1,7 +1,7 @@
 //! MUL_MAT over ggml tensors: `dst[.., j, i] = a[.., i, :] . b[.., j, :]`, with `a` (the weights)
 //! broadcast over `b`'s batch dimensions. The kernels are in `simd::matmul`: dot products over
 //! quantized activations for small batches, dequantized tiles + sgemm for large ones. Work is
-//! split by weight rows (output columns) inside every batch.
+//! split into chunks of weight rows x activation rows inside every batch (`batch_blocks`).
 
 use super::{Raw, Session};
 use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
@@ -98,6 +98,30 @@ pub fn trim_thread_buffers() -> usize {
 /// Multiply-adds below which a product runs on the calling thread alone.
 const SERIAL_MACS: usize = 64 * 1024;
 
+/// Bytes of weight rows one chunk of a batched product covers: the chunk's weights stay in L2
+/// while its activation rows stream past them once (the walk inside a chunk keeps 8 activation
+/// rows in L1 against all its weight rows).
+const CHUNK_WEIGHT_BYTES: usize = 256 * 1024;
+/// Activation rows of a chunk are a multiple of this (the walk's cache block).
+const ACT_MULTIPLE: usize = 8;
+
+/// How a batched product (`n > 1` activation rows, `batches` products of `m` weight rows of
+/// `row_bytes` each) is cut into chunks: `(weight-row parts, activation-row parts)` per batch.
+///
+/// Chunks are as many weight rows as fit [`CHUNK_WEIGHT_BYTES`], so every activation row is
+/// read once per chunk of weights: with 16-row chunks whisper's 1500 x 1500 attention products
+/// read their f32 activations (9 MB per head for KQV) from memory once per 16 weight rows, and
+/// ran at a fifth of the FMA rate. Activation rows are then split until there are 4 chunks per
+/// thread (for balance when a thread is delayed), but not below 32 rows.
+fn batch_blocks(w: WType, k: usize, m: usize, n: usize, batches: usize, threads: usize) -> (usize, usize) {
+    if !matches!(w, WType::F16 | WType::F32) {
+        return (m.div_ceil(16), 1);
+    }
+    let parts = (m * w.row_bytes(k)).div_ceil(CHUNK_WEIGHT_BYTES).clamp(1, m.div_ceil(16));
+    let want = (4 * threads).div_ceil(batches * parts);
+    (parts, want.clamp(1, (n / 32).max(1)))
+}
+
 pub fn compute(s: &Session, n: &Node) -> bool {
     mul_mat(s, n.dst, n.src(0), n.src(1))
 }
@@ -193,26 +217,31 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // counter), so chunks are large (up to 256 rows), but never fewer than four per thread while
     // they can stay 32 rows or more: with one chunk of 256 rows per thread a 192-row product (K
     // and V) ran on one thread while the other waited, and 576 rows (Q, O, FFN down) split
-    // 256 + 256 + 64; those waits were ~2 ms of a 13 ms decode step. With many activations a
-    // 16-row chunk is already plenty of work.
-    let (parts, multiple) = if gemm {
+    // 256 + 256 + 64; those waits were ~2 ms of a 13 ms decode step. With many activations see
+    // `batch_blocks`.
+    let (parts, multiple, act_parts) = if gemm {
         let rows = matmul::gemm_tile_rows(k);
-        (m.div_ceil(rows), rows)
+        (m.div_ceil(rows), rows, 1)
     } else if n == 1 {
         // with several batches (decode attention: one product per head) the heads themselves
         // are chunks enough; splitting each into 4 x threads more made 72 chunks of 36 rows for
         // SmolLM2's 9 heads, each paying the chunk's fixed cost
         let total = (4 * s.n_threads()).min(batches.len() * m / 32);
-        (m.div_ceil(256).max(total.div_ceil(batches.len())).max(1), 8)
+        (m.div_ceil(256).max(total.div_ceil(batches.len())).max(1), 8, 1)
     } else {
-        (m.div_ceil(16), 16)
+        let (parts, act_parts) = batch_blocks(w, k, m, n, batches.len(), s.n_threads());
+        (parts, 16, act_parts)
     };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
         .flat_map(|(bi, &(i2, i3))| {
             let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (n - 1) * stride + m);
-            DstView::new(full, n, m, stride).split_even(parts, multiple).into_iter().map(move |v| (bi, Mutex::new(Some(v))))
+            DstView::new(full, n, m, stride)
+                .split_acts_even(act_parts, ACT_MULTIPLE)
+                .into_iter()
+                .flat_map(move |v| v.split_even(parts, multiple))
+                .map(move |v| (bi, Mutex::new(Some(v))))
         })
         .collect();
     let next = AtomicUsize::new(0);

@@ -43,6 +43,10 @@ impl<'q, F: Avx2Tile> Tiles for QuantTiles<'q, F> {
         // j..j + C exist and that the rows hold a.nb blocks.
         unsafe { quant::quant_tile::<F, R, C>(w, self.a, j) }
     }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.nb * std::mem::size_of::<F::A>()
+    }
 }
 
 impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
@@ -57,6 +61,10 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
         // have the same length.
         unsafe { float::float_tile::<E, R, C>(w, self.acts(j)) }
     }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        FloatTiles::act_row_bytes(self)
+    }
 }
 
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
@@ -69,9 +77,9 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx2,fma,f16c")]
 fn float_rows<'w, 'a, E: float::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
-    let tiles = FloatTiles::new(w, dst.n(), a);
+    let tiles = FloatTiles::new(w, dst.act_rows(), a);
     let mut rows = dst.weight_rows();
-    if dst.n() == 1 && tiles.acts::<1>(0)[0].len() <= WIDE_DECODE_K {
+    if dst.is_single_act() && tiles.acts::<1>(0)[0].len() <= WIDE_DECODE_K {
         // Decoding attention (one query row against short K / V rows): eight weight rows per
         // tile, so the per-tile work (row lookups, the reduction, the stores) is shared by eight
         // outputs instead of two; it was most of the time with rows of 64.

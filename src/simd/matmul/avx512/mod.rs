@@ -39,12 +39,13 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
 unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     let wr: Vec<&[E]> = rows.clone().map(w).collect();
-    let ar: Vec<&[f32]> = (0..dst.n()).map(a).collect();
+    let j0 = dst.act_rows().start;
+    let ar: Vec<&[f32]> = dst.act_rows().map(a).collect();
     // SAFETY: features by this function's contract.
     unsafe { float::float_rows(&wr, &ar, |j, r, v| {
         // fixed-size copies for the usual lengths: a variable-length copy of 2 values went
         // through memcpy, 13% of whisper's KQ
-        let row = &mut dst.row_mut(j)[r..r + v.len()];
+        let row = &mut dst.row_mut(j0 + j)[r..r + v.len()];
         match (<&mut [f32; 2]>::try_from(&mut *row), <&[f32; 2]>::try_from(v)) {
             (Ok(d), Ok(s)) => *d = *s,
             _ => match (<&mut [f32; 8]>::try_from(&mut *row), <&[f32; 8]>::try_from(v)) {
@@ -77,13 +78,13 @@ thread_local! {
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 unsafe fn wide_rows<F: Avx512Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, off: &[[i32; 8]], dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
-    let n = dst.n();
-    if rows.is_empty() || n == 0 {
+    let cols = dst.act_rows();
+    if rows.is_empty() || cols.is_empty() {
         return;
     }
     let r0 = rows.start;
     let mut wr: [&[F::W]; PANEL_ROWS] = [&[]; PANEL_ROWS];
-    if n == 1 {
+    if dst.is_single_act() {
         let out = dst.row_mut(0);
         let mut i = rows.start;
         while i < rows.end {
@@ -109,12 +110,12 @@ unsafe fn wide_rows<F: Avx512Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, off: 
             // checked inside.
             unsafe { panel.prepare::<F>(&wr[..m], a) };
             let pairs = panel.pairs();
-            let mut j = 0;
-            while j + WIDE_C <= n {
+            let mut j = cols.start;
+            while j + WIDE_C <= cols.end {
                 unsafe { wide_cols::<F, WIDE_C>(&panel, a, off, pairs, i, j, m, dst) };
                 j += WIDE_C;
             }
-            match n - j {
+            match cols.end - j {
                 3 => unsafe { wide_cols::<F, 3>(&panel, a, off, pairs, i, j, m, dst) },
                 2 => unsafe { wide_cols::<F, 2>(&panel, a, off, pairs, i, j, m, dst) },
                 1 => unsafe { wide_cols::<F, 1>(&panel, a, off, pairs, i, j, m, dst) },

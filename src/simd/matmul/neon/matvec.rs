@@ -23,7 +23,7 @@ use std::arch::aarch64::*;
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
 pub(super) unsafe fn quant_matvec<F: NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-    debug_assert_eq!(dst.n(), 1);
+    debug_assert!(dst.is_single_act());
     let pairs = activation_pairs::<F>(a);
     let rows = dst.weight_rows();
     let r0 = rows.start;

@@ -35,7 +35,7 @@ unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &
 #[inline(always)]
 unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     // SAFETY (quant_rows): passed on from this function's contract.
-    if dst.n() == 1 {
+    if dst.is_single_act() {
         // SAFETY (quant_matvec): passed on from this function's contract.
         match w.wtype {
             WType::Q4_0 => return unsafe { matvec::quant_matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
@@ -51,8 +51,8 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
         // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
-        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.n(), |j| q.h_row(j)), dst) },
-        WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.n(), |j| acts.row(j)), dst) },
+        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| q.h_row(j)), dst) },
+        WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.act_rows(), |j| acts.row(j)), dst) },
     }
 }
 
@@ -70,10 +70,10 @@ pub(super) fn half_products(level: crate::simd::cpu_features::SimdLevel) -> bool
 /// The CPU must have FEAT_FP16.
 #[target_feature(enable = "fp16")]
 unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-    let a: Vec<&[u16]> = (0..dst.n()).map(|j| q.hb_row(j)).collect();
-    let tiles = HalfTiles { w, a };
+    let a: Vec<&[u16]> = dst.act_rows().map(|j| q.hb_row(j)).collect();
+    let tiles = HalfTiles { w, a, first: dst.act_rows().start };
     let mut rows = dst.weight_rows();
-    if dst.n() == 1 {
+    if dst.is_single_act() {
         // Decoding attention (one query row against K / V rows): four weight rows per tile, so
         // the per-tile work (row lookups, the reduction, the stores) is shared by four outputs.
         while rows.len() >= 4 {
@@ -91,8 +91,9 @@ unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>)
 /// F16 weight rows against F16 activation rows (half bits), accumulated in half precision.
 struct HalfTiles<'a> {
     w: &'a Weights<'a>,
-    /// Every activation row, sliced once per chunk.
+    /// The view's activation rows (`first..`), sliced once per chunk.
     a: Vec<&'a [u16]>,
+    first: usize,
 }
 
 impl<'a> Tiles for HalfTiles<'a> {
@@ -105,10 +106,15 @@ impl<'a> Tiles for HalfTiles<'a> {
     /// The CPU must have FEAT_FP16 (walked from [`f16_rows_hp`] only).
     #[inline(always)]
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'a [u16]; R], j: usize) -> [[f32; C]; R] {
+        let j = j - self.first;
         let mut a = [self.a[j]; C];
         a.copy_from_slice(&self.a[j..j + C]);
         // SAFETY: FEAT_FP16 by this function's contract; the kernel checks the row lengths.
         unsafe { tile::f16_tile_hp::<R, C>(w, a) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.first().map_or(0, |r| 2 * r.len())
     }
 }
 
@@ -131,6 +137,10 @@ impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
         // columns j..j + C exist and that the rows hold a.nb blocks.
         unsafe { tile::quant_tile::<F, DOT, R, C>(w, self.a, j) }
     }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.nb * std::mem::size_of::<F::A>()
+    }
 }
 
 impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
@@ -142,5 +152,9 @@ impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTi
     #[inline(always)]
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
         tile::float_tile::<E, R, C>(w, self.acts(j))
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        FloatTiles::act_row_bytes(self)
     }
 }
