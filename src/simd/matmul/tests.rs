@@ -349,6 +349,56 @@ fn activation_blocks_match_whole() {
     }
 }
 
+/// The AVX2 kernel for rows of 64 (lanes across weight rows, `avx2::heads`) gives the bits of
+/// the row-lane tile (ggml's order) for every output: F16 and F32 weights, row counts around
+/// its groups of eight, odd activation counts, signed zeros and sums that cancel.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn head_rows_match_row_lane_tiles() {
+    if !available_levels().contains(&SimdLevel::Avx2) {
+        return;
+    }
+    let mut rng = Lcg::new(64);
+    let k = 64;
+    for &wtype in &[WType::F16, WType::F32] {
+        for &rows in &[1usize, 7, 8, 9, 33] {
+            let tw = TestWeights::new(wtype, k, rows, &mut rng);
+            let w = tw.weights();
+            for &n in &[2usize, 3, 9, 17] {
+                // every 5th activation a zero of either sign, every 7th a large value that
+                // cancels against its neighbour, so the folding order shows in the low bits
+                let acts: Vec<f32> = (0..n * k)
+                    .map(|i| match (i % 5, i % 7) {
+                        (0, _) => if i % 2 == 0 { 0.0 } else { -0.0 },
+                        (_, 0) => 3.0e4,
+                        (_, 1) => -3.0e4,
+                        _ => rng.next_gauss(),
+                    })
+                    .collect();
+                let a = Acts::new(&acts, k, n, k);
+                let mut q = QuantizedActs::new();
+                q.prepare_at(SimdLevel::Avx2, wtype, &a);
+                let mut got = vec![f32::NAN; n * rows];
+                mul_mat_vec_at(SimdLevel::Avx2, &w, &a, &q, DstView::new(&mut got, n, rows, rows));
+                for j in 0..n {
+                    let aj = if wtype == WType::F16 { q.h_row(j) } else { a.row(j) };
+                    for i in 0..rows {
+                        // SAFETY: AVX2/FMA/F16C checked above; the rows are k long.
+                        let want = unsafe {
+                            if wtype == WType::F16 {
+                                avx2::float::float_tile::<u16, 1, 1>([w.row_f16(i)], [aj])[0][0]
+                            } else {
+                                avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [aj])[0][0]
+                            }
+                        };
+                        assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{wtype:?} rows={rows} n={n} ({j}, {i})");
+                    }
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn split_acts_even_partitions() {
     let mut buf = vec![0f32; 20 * 10];

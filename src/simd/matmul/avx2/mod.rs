@@ -2,6 +2,7 @@
 //! integer tile kernel), `float` (F16 / F32 tiles), and here their entry points.
 
 pub(super) mod float;
+mod heads;
 pub(super) mod quant;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
@@ -77,7 +78,12 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx2,fma,f16c")]
 fn float_rows<'w, 'a, E: float::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
-    let tiles = FloatTiles::new(w, dst.act_rows(), a);
+    let acts = dst.act_rows();
+    if !dst.is_single_act() && !acts.is_empty() && a(acts.start).len() == heads::K {
+        // SAFETY: as quant_rows.
+        return unsafe { heads::rows(w, a, dst) };
+    }
+    let tiles = FloatTiles::new(w, acts, a);
     let mut rows = dst.weight_rows();
     if dst.is_single_act() && tiles.acts::<1>(0)[0].len() <= WIDE_DECODE_K {
         // Decoding attention (one query row against short K / V rows): eight weight rows per
