@@ -130,12 +130,6 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
         // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
         // b * n + c0 + c are below n * nb <= the length of blocks, d and (Q4_1) s, and b is
         // below every w[r].len().
-        let mut qa = [_mm256_setzero_si256(); C];
-        let mut da = [0f32; C];
-        for c in 0..C {
-            qa[c] = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
-            da[c] = unsafe { *a.d.get_unchecked(col + c) };
-        }
         let mut sv = _mm_setzero_ps();
         if F::HAS_MIN {
             let mut s4 = [0f32; 4];
@@ -155,10 +149,23 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
             if F::HAS_MIN {
                 summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
             }
+            // The activation quants and scale are read from memory for every row (loads fold
+            // into the multiply and the broadcast) rather than held in registers across the
+            // rows: with the tile's accumulators that was more registers than AVX2 has, and the
+            // accumulators went to the stack. `dw * da` as a vector multiply of two broadcasts
+            // is the same single-precision product as ggml's scalar one.
+            // (One activation row, decoding: the scalar product, which measured faster there.)
+            let dwv = _mm256_set1_ps(dw);
             for c in 0..C {
-                let q = unsafe { F::ints(p, qa[c]) };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da[c]), q, acc[r][c]);
-            }        }
+                let q = unsafe { F::ints(p, F::acts(a.blocks.get_unchecked((c0 + c) * nb + b))) };
+                let d = if C == 1 {
+                    _mm256_set1_ps(dw * unsafe { *a.d.get_unchecked(col) })
+                } else {
+                    _mm256_mul_ps(dwv, unsafe { _mm256_broadcast_ss(a.d.get_unchecked(col + c)) })
+                };
+                acc[r][c] = _mm256_fmadd_ps(d, q, acc[r][c]);
+            }
+        }
     }
     let mut out = [[0f32; C]; R];
     for r in 0..R {
