@@ -68,9 +68,46 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
     }
 }
 
+/// Q4_0 / Q4_1 / Q8_0 weights unpacked into a [`quant::Panel`] (batched products).
+struct PanelTiles<'p, 'a, F: Avx2Tile> {
+    panel: &'p quant::Panel<F>,
+    /// Weight row of panel row 0.
+    r0: usize,
+    a: &'a ActRows<'a, F::A>,
+}
+
+impl<'p, F: Avx2Tile> Tiles for PanelTiles<'p, '_, F> {
+    type Row = quant::PanelRow<'p, F>;
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> quant::PanelRow<'p, F> {
+        self.panel.row(i - self.r0)
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [quant::PanelRow<'p, F>; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks that columns
+        // j..j + C exist and that the rows hold a.nb blocks.
+        unsafe { quant::panel_tile::<F, R, C>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.nb * std::mem::size_of::<F::A>()
+    }
+}
+
+/// Fewest activation rows for which a chunk's weights are unpacked into a panel first: the
+/// unpacking costs about what one four-row tile column does.
+const PANEL_MIN_ACTS: usize = 8;
+
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    let rows = dst.weight_rows();
+    if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
+        // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+        let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb) };
+        // SAFETY: as above.
+        return unsafe { walk_tiles(&PanelTiles::<F> { panel: &panel, r0: rows.start, a }, dst) };
+    }
     // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
     unsafe { walk_tiles(&QuantTiles::<F> { w, a }, dst) }
 }

@@ -179,6 +179,115 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     out
 }
 
+/// A chunk's weight blocks unpacked once ([`Avx2Tile::prep`]: quants as bytes, scale and
+/// minimum as f32), for batched products: the tile kernel then reads them instead of unpacking
+/// every block again for each group of four activation rows (the unpacking was about a third of
+/// the tile's vector instructions).
+pub(crate) struct Panel<F: Avx2Tile> {
+    prep: Vec<F::Prep>,
+    /// `[d, m]` of every block, as f32.
+    dm: Vec<[f32; 2]>,
+    nb: usize,
+}
+
+impl<F: Avx2Tile> Panel<F> {
+    /// Unpacks `rows` (each at least `nb` blocks long), row by row.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C must be available.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) unsafe fn new<'w>(rows: impl Iterator<Item = &'w [F::W]>, nb: usize) -> Self
+    where
+        F::W: 'w,
+    {
+        let (mut prep, mut dm) = (Vec::new(), Vec::new());
+        for row in rows {
+            assert!(row.len() >= nb);
+            for blk in &row[..nb] {
+                // SAFETY: AVX2/FMA/F16C by this function's contract.
+                let (p, d, m) = unsafe { F::prep(blk) };
+                prep.push(p);
+                dm.push([d, m]);
+            }
+        }
+        Panel { prep, dm, nb }
+    }
+
+    /// Panel row `r` (the `r`-th row given to [`Self::new`]).
+    #[inline(always)]
+    pub(crate) fn row(&self, r: usize) -> PanelRow<'_, F> {
+        PanelRow { prep: &self.prep[r * self.nb..(r + 1) * self.nb], dm: &self.dm[r * self.nb..(r + 1) * self.nb] }
+    }
+}
+
+/// One unpacked weight row of a [`Panel`].
+pub(crate) struct PanelRow<'p, F: Avx2Tile> {
+    prep: &'p [F::Prep],
+    dm: &'p [[f32; 2]],
+}
+
+impl<F: Avx2Tile> Clone for PanelRow<'_, F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<F: Avx2Tile> Copy for PanelRow<'_, F> {}
+
+/// [`quant_tile`] over unpacked rows: the same arithmetic for every output (ggml's
+/// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
+/// Q4_1, then `hsum(acc) (+ summs)`), the weight side read from the panel.
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available. Columns `c0..c0 + C` exist in `a` and the rows hold
+/// `a.nb` blocks (checked).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: [PanelRow<'_, F>; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
+    const { assert!(C <= 4, "Q4_1's minimum sums are kept one column per __m128 lane") };
+    let nb = a.nb;
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.prep.len() >= nb && r.dm.len() >= nb));
+    assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    let mut summs = [_mm_setzero_ps(); R];
+    for b in 0..nb {
+        let col = b * a.n + c0;
+        // SAFETY (unchecked reads and Avx2Tile calls in this loop): this function requires
+        // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
+        // b * n + c0 + c are below n * nb <= the lengths of blocks, d and (Q4_1) s, and b is
+        // below every panel row's length.
+        let mut sv = _mm_setzero_ps();
+        if F::HAS_MIN {
+            let mut s4 = [0f32; 4];
+            s4[..C].copy_from_slice(unsafe { a.s.get_unchecked(col..col + C) });
+            // SAFETY: s4 is 4 readable f32.
+            sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
+        }
+        for r in 0..R {
+            let p = unsafe { *w[r].prep.get_unchecked(b) };
+            let [dw, mw] = unsafe { *w[r].dm.get_unchecked(b) };
+            if F::HAS_MIN {
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
+            }
+            let dwv = _mm256_set1_ps(dw);
+            for c in 0..C {
+                let q = unsafe { F::ints(p, F::acts(a.blocks.get_unchecked((c0 + c) * nb + b))) };
+                let da = unsafe { _mm256_broadcast_ss(a.d.get_unchecked(col + c)) };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, da), q, acc[r][c]);
+            }
+        }
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        let mut sm = [0f32; 4];
+        // SAFETY: sm is 4 writable f32.
+        unsafe { _mm_storeu_ps(sm.as_mut_ptr(), summs[r]) };
+        for c in 0..C {
+            out[r][c] = if F::HAS_MIN { hsum_ps(acc[r][c]) + sm[c] } else { hsum_ps(acc[r][c]) };
+        }
+    }
+    out
+}
+
 /// ggml's `vec_dot` for one quantized row pair (`R = C = 1`).
 ///
 /// # Safety
