@@ -247,32 +247,44 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.prep.len() >= nb && r.dm.len() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
+    // SAFETY (unchecked reads and Avx2Tile calls in both loops): this function requires
+    // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and b * n + c0 + c
+    // are below n * nb <= the lengths of blocks, d and (Q4_1) s, and b is below every panel row's
+    // length.
+    // Column-outer inside a block: each activation block is loaded once and used for the R rows
+    // right away, so the live registers are the R x C accumulators, R unpacked weight blocks and
+    // one activation block (row-outer kept all C activation blocks live and spilled).
     let mut acc = [[_mm256_setzero_ps(); C]; R];
-    let mut summs = [_mm_setzero_ps(); R];
     for b in 0..nb {
         let col = b * a.n + c0;
-        // SAFETY (unchecked reads and Avx2Tile calls in this loop): this function requires
-        // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and
-        // b * n + c0 + c are below n * nb <= the lengths of blocks, d and (Q4_1) s, and b is
-        // below every panel row's length.
-        let mut sv = _mm_setzero_ps();
-        if F::HAS_MIN {
-            let mut s4 = [0f32; 4];
-            s4[..C].copy_from_slice(unsafe { a.s.get_unchecked(col..col + C) });
-            // SAFETY: s4 is 4 readable f32.
-            sv = unsafe { _mm_loadu_ps(s4.as_ptr()) };
-        }
-        for r in 0..R {
-            let p = unsafe { *w[r].prep.get_unchecked(b) };
-            let [dw, mw] = unsafe { *w[r].dm.get_unchecked(b) };
-            if F::HAS_MIN {
-                summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
+        let p: [F::Prep; R] = std::array::from_fn(|r| unsafe { *w[r].prep.get_unchecked(b) });
+        for c in 0..C {
+            let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
+            let da = unsafe { *a.d.get_unchecked(col + c) };
+            for r in 0..R {
+                let q = unsafe { F::ints(p[r], qa) };
+                let dw = unsafe { w[r].dm.get_unchecked(b)[0] };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), q, acc[r][c]);
             }
-            let dwv = _mm256_set1_ps(dw);
-            for c in 0..C {
-                let q = unsafe { F::ints(p, F::acts(a.blocks.get_unchecked((c0 + c) * nb + b))) };
-                let da = unsafe { _mm256_broadcast_ss(a.d.get_unchecked(col + c)) };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dwv, da), q, acc[r][c]);
+        }
+    }
+    // Q4_1's `m * s` chains in a loop of their own (the same FMAs in the same order per output):
+    // inside the block loop their registers pushed the accumulators onto the stack.
+    let mut summs = [_mm_setzero_ps(); R];
+    if F::HAS_MIN {
+        for b in 0..nb {
+            let col = b * a.n + c0;
+            let sv = if C == 4 {
+                // SAFETY: col + 4 <= n * nb, inside s (asserted above).
+                unsafe { _mm_loadu_ps(a.s.get_unchecked(col..col + 4).as_ptr()) }
+            } else {
+                let mut s4 = [0f32; 4];
+                s4[..C].copy_from_slice(unsafe { a.s.get_unchecked(col..col + C) });
+                // SAFETY: s4 is 4 readable f32.
+                unsafe { _mm_loadu_ps(s4.as_ptr()) }
+            };
+            for r in 0..R {
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(unsafe { w[r].dm.get_unchecked(b)[1] }), sv, summs[r]);
             }
         }
     }
