@@ -30,6 +30,22 @@ pub(super) enum QKind {
     Q8_1,
 }
 
+/// Whether F16 products at `level` read their activations as half bits ([`QuantizedActs::hb`])
+/// rather than as a widened f32 copy: the AVX2 tiles (which widen them with `vcvtph2ps` as they
+/// load them, at the rate of plain loads) and NEON with FP16 arithmetic (which multiplies them
+/// as halves).
+pub(super) fn halves(level: SimdLevel) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx2;
+    #[cfg(target_arch = "aarch64")]
+    return super::neon::half_products(level);
+    #[allow(unreachable_code)]
+    {
+        let _ = level;
+        false
+    }
+}
+
 /// Activation rows converted to the partner format of a quantized weight type (Q8_0 for Q4_0 and
 /// Q8_0 weights, Q8_1 for Q4_1), computed once per MUL_MAT and then read by every thread.
 /// Keeps its buffers between calls so steady-state inference does not allocate.
@@ -40,12 +56,12 @@ pub struct QuantizedActs {
     /// Block scales (and Q8_1 sums) as f32, block-major (`[b * n + j]`) for the tile kernels.
     pub(super) d: Vec<f32>,
     pub(super) s: Vec<f32>,
-    /// For F16 weights: the activations rounded to half precision (ggml's F16 partner format),
-    /// kept widened as f32 so the kernels load them directly; `n` rows of `k`.
+    /// For F16 weights where the kernels read f32 (AVX-512, NEON without FP16 arithmetic, the
+    /// portable level): the activations rounded to half precision (ggml's F16 partner format),
+    /// kept widened as f32; `n` rows of `k`.
     pub(super) h: Vec<f32>,
-    /// NEON with FP16 arithmetic: the same rows as half bit patterns (row `j` at `j * h_stride`),
-    /// the operand ggml's half-precision dot products load.
-    #[cfg(target_arch = "aarch64")]
+    /// For F16 weights elsewhere ([`halves`]): the same rows as half bit patterns (row `j` at
+    /// `j * h_stride`), as ggml's F16 work buffer holds them: half the bytes of `h`.
     pub(super) hb: Vec<u16>,
     /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
     /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
@@ -73,7 +89,6 @@ impl QuantizedActs {
             d: Vec::new(),
             s: Vec::new(),
             h: Vec::new(),
-            #[cfg(target_arch = "aarch64")]
             hb: Vec::new(),
             #[cfg(target_arch = "x86_64")]
             off: Vec::new(),
@@ -117,10 +132,9 @@ impl QuantizedActs {
                 // tiles load whole cache lines, and split-line loads slowed whisper's attention
                 let hs = k.next_multiple_of(16);
                 self.h_stride = hs;
-                // NEON with FP16 arithmetic multiplies the half bits only: no f32 copy (it was
-                // twice the bytes of ggml's F16 work buffer, and a second conversion pass)
-                #[cfg(target_arch = "aarch64")]
-                if super::neon::half_products(level) {
+                // the kernels that read half bits get no f32 copy (it was twice the bytes of
+                // ggml's F16 work buffer: 72 MB during whisper base's KQV)
+                if halves(level) {
                     self.h.clear();
                     self.hb.resize(n * hs, 0);
                     rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
@@ -169,7 +183,6 @@ impl QuantizedActs {
             v.capacity() * std::mem::size_of::<T>()
         }
         let n = bytes(&self.q8_0) + bytes(&self.q8_1) + bytes(&self.d) + bytes(&self.s) + bytes(&self.h);
-        #[cfg(target_arch = "aarch64")]
         let n = n + bytes(&self.hb);
         #[cfg(target_arch = "x86_64")]
         let n = n + bytes(&self.off);
@@ -198,8 +211,7 @@ impl QuantizedActs {
         &self.h[start..start + self.k]
     }
 
-    /// Row `j` of the activations as half bits (prepared where [`super::neon::half_products`]).
-    #[cfg(target_arch = "aarch64")]
+    /// Row `j` of the activations as half bits (prepared where [`halves`]).
     pub(super) fn hb_row(&self, j: usize) -> &[u16] {
         &self.hb[j * self.h_stride..j * self.h_stride + self.k]
     }

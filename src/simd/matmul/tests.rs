@@ -381,14 +381,13 @@ fn head_rows_match_row_lane_tiles() {
                 let mut got = vec![f32::NAN; n * rows];
                 mul_mat_vec_at(SimdLevel::Avx2, &w, &a, &q, DstView::new(&mut got, n, rows, rows));
                 for j in 0..n {
-                    let aj = if wtype == WType::F16 { q.h_row(j) } else { a.row(j) };
                     for i in 0..rows {
                         // SAFETY: AVX2/FMA/F16C checked above; the rows are k long.
                         let want = unsafe {
                             if wtype == WType::F16 {
-                                avx2::float::float_tile::<u16, 1, 1>([w.row_f16(i)], [aj])[0][0]
+                                avx2::float::float_tile::<u16, 1, 1>([w.row_f16(i)], [q.hb_row(j)])[0][0]
                             } else {
-                                avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [aj])[0][0]
+                                avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [a.row(j)])[0][0]
                             }
                         };
                         assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{wtype:?} rows={rows} n={n} ({j}, {i})");

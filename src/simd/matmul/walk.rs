@@ -98,30 +98,31 @@ unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: u
     }
 }
 
-/// F16 / F32 weight rows `w(i)` against activation rows `a(j)` (already in ggml's partner
-/// precision); each level implements [`Tiles`] for it with its float kernel.
-pub(super) struct FloatTiles<'a, W> {
+/// F16 / F32 weight rows `w(i)` against activation rows `a(j)` of element type `A` (already in
+/// ggml's partner precision: f32, or F16 as half bits); each level implements [`Tiles`] for it
+/// with its float kernel.
+pub(super) struct FloatTiles<'a, W, A> {
     pub(super) w: W,
     /// The view's activation rows (`first..`), sliced once per chunk rather than once per tile.
-    a: Vec<&'a [f32]>,
+    a: Vec<&'a [A]>,
     first: usize,
 }
 
-impl<'a, W> FloatTiles<'a, W> {
+impl<'a, W, A> FloatTiles<'a, W, A> {
     /// Weight rows `w(i)` against activation rows `a(j)` for `j` in `acts` (a view's
     /// [`DstView::act_rows`]).
-    pub(super) fn new(w: W, acts: Range<usize>, a: impl Fn(usize) -> &'a [f32]) -> Self {
+    pub(super) fn new(w: W, acts: Range<usize>, a: impl Fn(usize) -> &'a [A]) -> Self {
         FloatTiles { w, first: acts.start, a: acts.map(a).collect() }
     }
 
-    /// Bytes of one activation row (f32).
+    /// Bytes of one activation row.
     pub(super) fn act_row_bytes(&self) -> usize {
-        self.a.first().map_or(0, |r| 4 * r.len())
+        self.a.first().map_or(0, |r| std::mem::size_of::<A>() * r.len())
     }
 
     /// Activation rows `j..j + C`.
     #[inline(always)]
-    pub(super) fn acts<const C: usize>(&self, j: usize) -> [&'a [f32]; C] {
+    pub(super) fn acts<const C: usize>(&self, j: usize) -> [&'a [A]; C] {
         let j = j - self.first;
         let mut a = [self.a[j]; C];
         a.copy_from_slice(&self.a[j..j + C]);

@@ -26,7 +26,7 @@ pub(crate) unsafe trait FloatElem: Copy {
     /// order. Element-outer so the tile's independent sums overlap: one output after the other
     /// waited on every add (whisper's KQV, `k` = 1500, spent longer in its 28 leftovers than in
     /// its 1472 vector elements).
-    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[Self]; R], a: [&[f32]; C]) -> [[f32; C]; R];
+    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[Self]; R], a: [&[Self]; C]) -> [[f32; C]; R];
 }
 
 // SAFETY: AVX2/F16C-only body, see the trait.
@@ -39,19 +39,19 @@ unsafe impl FloatElem for u16 {
     }
     /// ggml-cpu adds the leftovers in double: `sum += (double) (x * y)`.
     #[inline(always)]
-    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[u16]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+    fn finish_tile<const R: usize, const C: usize>(reduced: [[f32; C]; R], w: [&[u16]; R], a: [&[u16]; C]) -> [[f32; C]; R] {
         let tail = a[0].len();
         if tail == 0 {
             return reduced;
         }
         // SAFETY: finish_tile is only called from float_tile, which requires AVX2/F16C.
-        let wf = unsafe { widen_tail(w) };
+        let (wf, af) = unsafe { (widen_tail(w), widen_tail(a)) };
         let mut sum = reduced.map(|row| row.map(|v| v as f64));
         for e in 0..tail {
             for r in 0..R {
                 let x = wf[r][e];
                 for c in 0..C {
-                    sum[r][c] += (x * a[c][e]) as f64;
+                    sum[r][c] += (x * af[c][e]) as f64;
                 }
             }
         }
@@ -85,7 +85,7 @@ unsafe impl FloatElem for f32 {
     }
 }
 
-/// The `< 32` leftover F16 weights of each row as f32, eight at a time through a zero-padded
+/// The `< 32` leftover halves of each row (weights or activations) as f32, eight at a time through a zero-padded
 /// copy (a row's leftovers end the row, so they cannot be loaded in place 8 at a time). One
 /// by one, the bit-level conversion took more instructions than the products.
 ///
@@ -117,8 +117,10 @@ pub(crate) fn f32_tail_unfused(tail: usize) -> usize {
     tail / 8 * 8 + if tail % 8 >= 4 { 4 } else { 0 }
 }
 
-/// Float outputs `(r, c)` of weight rows `w[r]` with activation rows `a[c]` (already rounded to
-/// what ggml's dot sees: F16 values for F16 weights), each in ggml's `vec_dot_f16/f32` order:
+/// Float outputs `(r, c)` of weight rows `w[r]` with activation rows `a[c]` of the same element
+/// type (F16 activations as half bits, as ggml's F16 work buffer holds them: widened by
+/// `vcvtph2ps` as they are loaded, at the rate of plain loads, where an f32 copy doubled the
+/// bytes prepared and read), each in ggml's `vec_dot_f16/f32` order:
 /// four accumulators over 32-element steps (accumulator `j` takes elements `32i + 8j..+8`),
 /// reduced as `((acc0 + acc2) + (acc1 + acc3))`, halves added, two horizontal adds, then the
 /// leftovers. The four accumulators are independent chains, so they are computed one after the
@@ -128,7 +130,7 @@ pub(crate) fn f32_tail_unfused(tail: usize) -> usize {
 /// AVX2, FMA and F16C must be available. All rows have the same length (checked).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w: [&[E]; R], a: [&[f32]; C]) -> [[f32; C]; R] {
+pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w: [&[E]; R], a: [&[E]; C]) -> [[f32; C]; R] {
     let k = a[0].len();
     assert!(w.iter().all(|r| r.len() == k) && a.iter().all(|r| r.len() == k));
     let np = k & !31;
@@ -144,7 +146,7 @@ pub(crate) unsafe fn float_tile<E: FloatElem, const R: usize, const C: usize>(w:
             for j in 0..4 {
                 // SAFETY (loads): i + 8j + 8 <= np <= k, the length of every row (asserted);
                 // this function requires AVX2/F16C.
-                let av = unsafe { _mm256_loadu_ps(ap[0].add(i + 8 * j)) };
+                let av = unsafe { E::load8(ap[0].add(i + 8 * j)) };
                 for r in 0..R {
                     let wv = unsafe { E::load8(wp[r].add(i + 8 * j)) };
                     parts[j][r][0] = _mm256_fmadd_ps(wv, av, parts[j][r][0]);
@@ -238,7 +240,7 @@ fn hsum8(x: [__m256; 8]) -> [f32; 8] {
 /// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `32 * S` readable elements.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usize>(wp: [*const E; R], ap: [*const f32; C]) -> [[[__m256; C]; R]; 4] {
+unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usize>(wp: [*const E; R], ap: [*const E; C]) -> [[[__m256; C]; R]; 4] {
     let mut parts = [[[_mm256_setzero_ps(); C]; R]; 4];
     for j in 0..4 {
         for s in 0..S {
@@ -256,14 +258,14 @@ unsafe fn short_parts<E: FloatElem, const R: usize, const C: usize, const S: usi
 /// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `i + 8` readable elements.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn step8<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], i: usize, acc: &mut [[__m256; C]; R]) {
+unsafe fn step8<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const E; C], i: usize, acc: &mut [[__m256; C]; R]) {
     // SAFETY (loads): readable by the contract.
     let mut wv = [unsafe { E::load8(wp[0].add(i)) }; R];
     for r in 1..R {
         wv[r] = unsafe { E::load8(wp[r].add(i)) };
     }
     for c in 0..C {
-        let av = unsafe { _mm256_loadu_ps(ap[c].add(i)) };
+        let av = unsafe { E::load8(ap[c].add(i)) };
         for r in 0..R {
             acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
         }
@@ -281,7 +283,7 @@ const K_SEGMENT: usize = 512;
 /// AVX2, FMA and F16C must be available; `w[r]` and `a[c]` point at `np` readable elements.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const f32; C], lo: usize, np: usize, j: usize, mut acc: [[__m256; C]; R]) -> [[__m256; C]; R] {
+unsafe fn float_pass<E: FloatElem, const R: usize, const C: usize>(wp: [*const E; R], ap: [*const E; C], lo: usize, np: usize, j: usize, mut acc: [[__m256; C]; R]) -> [[__m256; C]; R] {
     debug_assert!(lo.is_multiple_of(32));
     // One 32-element step, elements i..i + 8 of each row.
     // SAFETY (callers): i + 8 <= np, so readable by the contract; AVX2/F16C by the contract.

@@ -29,7 +29,7 @@ thread_local! {
 /// # Safety
 /// AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     let (m, r0) = (rows.len(), rows.start);
     if m == 0 {
@@ -43,14 +43,8 @@ pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w>(w: impl Fn(usize) -> &'w [E
         for g in 0..groups {
             for lane in 0..8 {
                 // lanes past the last row repeat it (computed, not stored)
-                let row = w(r0 + (8 * g + lane).min(m - 1));
-                assert_eq!(row.len(), K, "weight row of the wrong length");
-                let mut wide = [0f32; K];
-                for (q, out) in wide.chunks_exact_mut(8).enumerate() {
-                    // SAFETY: the row holds K = 64 elements (asserted) and 8q + 8 <= K; out is
-                    // 8 writable floats; AVX2/F16C by this function's contract.
-                    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), E::load8(row.as_ptr().add(8 * q))) };
-                }
+                // SAFETY: AVX2/F16C by this function's contract.
+                let wide = unsafe { widen(w(r0 + (8 * g + lane).min(m - 1))) };
                 for (e, &v) in wide.iter().enumerate() {
                     panel[(g * K + e) * 8 + lane] = v;
                 }
@@ -66,8 +60,9 @@ pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w>(w: impl Fn(usize) -> &'w [E
         let mut j0 = acts.start;
         while j0 < acts.end {
             let nb = (acts.end - j0).min(BLOCK);
-            let ar: [&[f32]; BLOCK] = std::array::from_fn(|c| a(j0 + c.min(nb - 1)));
-            assert!(ar.iter().all(|r| r.len() == K), "activation row of the wrong length");
+            // the block's activation rows as f32 (F16 activations arrive as half bits)
+            // SAFETY: AVX2/F16C by this function's contract.
+            let ar: [[f32; K]; BLOCK] = std::array::from_fn(|c| unsafe { widen(a(j0 + c.min(nb - 1))) });
             for g in 0..groups {
                 let mut c = 0;
                 while c < nb {
@@ -91,6 +86,23 @@ pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w>(w: impl Fn(usize) -> &'w [E
             j0 += nb;
         }
     });
+}
+
+/// A row of [`K`] elements as f32 (checked length).
+///
+/// # Safety
+/// AVX2 and F16C must be available.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn widen<E: FloatElem>(row: &[E]) -> [f32; K] {
+    assert_eq!(row.len(), K, "row of the wrong length");
+    let mut wide = [0f32; K];
+    for (q, out) in wide.chunks_exact_mut(8).enumerate() {
+        // SAFETY: the row holds K elements (asserted) and 8q + 8 <= K; out is 8 writable
+        // floats; AVX2/F16C by this function's contract.
+        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), E::load8(row.as_ptr().add(8 * q))) };
+    }
+    wide
 }
 
 /// Eight outputs (lanes: the group's weight rows) for each of `C` activation rows. Output

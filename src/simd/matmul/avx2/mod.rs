@@ -21,7 +21,7 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q4_0 => quant_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
-        WType::F16 => float_rows(|i| w.row_f16(i), |j| q.h_row(j), dst),
+        WType::F16 => float_rows(|i| w.row_f16(i), |j| q.hb_row(j), dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
     }
 }
@@ -50,7 +50,7 @@ impl<'q, F: Avx2Tile> Tiles for QuantTiles<'q, F> {
     }
 }
 
-impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W> {
+impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, E> {
     type Row = &'w [E];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'w [E] {
@@ -114,7 +114,7 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx2,fma,f16c")]
-fn float_rows<'w, 'a, E: float::FloatElem + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
     let acts = dst.act_rows();
     if !dst.is_single_act() && !acts.is_empty() && a(acts.start).len() == heads::K {
         // SAFETY: as quant_rows.
