@@ -185,8 +185,12 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
 /// the tile's vector instructions).
 pub(crate) struct Panel<F: Avx2Tile> {
     prep: Vec<F::Prep>,
-    /// `[d, m]` of every block, as f32.
-    dm: Vec<[f32; 2]>,
+    /// Every block's scale `d` in all eight lanes: a vector multiply with the broadcast
+    /// activation scale then gives `dw * da` (a scalar `d` was multiplied and broadcast per output
+    /// and block, one more instruction on the busy vector ports).
+    d: Vec<__m256>,
+    /// Every block's minimum `m` (Q4_1), as f32.
+    m: Vec<f32>,
     nb: usize,
 }
 
@@ -200,30 +204,33 @@ impl<F: Avx2Tile> Panel<F> {
     where
         F::W: 'w,
     {
-        let (mut prep, mut dm) = (Vec::new(), Vec::new());
+        let (mut prep, mut dv, mut mv) = (Vec::new(), Vec::new(), Vec::new());
         for row in rows {
             assert!(row.len() >= nb);
             for blk in &row[..nb] {
                 // SAFETY: AVX2/FMA/F16C by this function's contract.
                 let (p, d, m) = unsafe { F::prep(blk) };
                 prep.push(p);
-                dm.push([d, m]);
+                dv.push(_mm256_set1_ps(d));
+                mv.push(m);
             }
         }
-        Panel { prep, dm, nb }
+        Panel { prep, d: dv, m: mv, nb }
     }
 
     /// Panel row `r` (the `r`-th row given to [`Self::new`]).
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_, F> {
-        PanelRow { prep: &self.prep[r * self.nb..(r + 1) * self.nb], dm: &self.dm[r * self.nb..(r + 1) * self.nb] }
+        let at = r * self.nb..(r + 1) * self.nb;
+        PanelRow { prep: &self.prep[at.clone()], d: &self.d[at.clone()], m: &self.m[at] }
     }
 }
 
 /// One unpacked weight row of a [`Panel`].
 pub(crate) struct PanelRow<'p, F: Avx2Tile> {
     prep: &'p [F::Prep],
-    dm: &'p [[f32; 2]],
+    d: &'p [__m256],
+    m: &'p [f32],
 }
 
 impl<F: Avx2Tile> Clone for PanelRow<'_, F> {
@@ -245,31 +252,15 @@ impl<F: Avx2Tile> Copy for PanelRow<'_, F> {}
 pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: [PanelRow<'_, F>; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
     const { assert!(C <= 4, "Q4_1's minimum sums are kept one column per __m128 lane") };
     let nb = a.nb;
-    assert!(c0 + C <= a.n && w.iter().all(|r| r.prep.len() >= nb && r.dm.len() >= nb));
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.prep.len() >= nb && r.d.len() >= nb && r.m.len() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
     // SAFETY (unchecked reads and Avx2Tile calls in both loops): this function requires
     // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and b * n + c0 + c
     // are below n * nb <= the lengths of blocks, d and (Q4_1) s, and b is below every panel row's
     // length.
-    // Column-outer inside a block: each activation block is loaded once and used for the R rows
-    // right away, so the live registers are the R x C accumulators, R unpacked weight blocks and
-    // one activation block (row-outer kept all C activation blocks live and spilled).
-    let mut acc = [[_mm256_setzero_ps(); C]; R];
-    for b in 0..nb {
-        let col = b * a.n + c0;
-        let p: [F::Prep; R] = std::array::from_fn(|r| unsafe { *w[r].prep.get_unchecked(b) });
-        for c in 0..C {
-            let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
-            let da = unsafe { *a.d.get_unchecked(col + c) };
-            for r in 0..R {
-                let q = unsafe { F::ints(p[r], qa) };
-                let dw = unsafe { w[r].dm.get_unchecked(b)[0] };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), q, acc[r][c]);
-            }
-        }
-    }
     // Q4_1's `m * s` chains in a loop of their own (the same FMAs in the same order per output):
-    // inside the block loop their registers pushed the accumulators onto the stack.
+    // inside the block loop their registers pushed the accumulators onto the stack. First, so
+    // that the chains' latency (one FMA after the other) overlaps the block loop.
     let mut summs = [_mm_setzero_ps(); R];
     if F::HAS_MIN {
         for b in 0..nb {
@@ -284,7 +275,25 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
                 unsafe { _mm_loadu_ps(s4.as_ptr()) }
             };
             for r in 0..R {
-                summs[r] = _mm_fmadd_ps(_mm_set1_ps(unsafe { w[r].dm.get_unchecked(b)[1] }), sv, summs[r]);
+                summs[r] = _mm_fmadd_ps(_mm_set1_ps(unsafe { *w[r].m.get_unchecked(b) }), sv, summs[r]);
+            }
+        }
+    }
+    // Column-outer inside a block: each activation block is loaded once and used for the R rows
+    // right away, so the live registers are the R x C accumulators, R unpacked weight blocks and
+    // one activation block (row-outer kept all C activation blocks live and spilled).
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    for b in 0..nb {
+        let col = b * a.n + c0;
+        let p: [F::Prep; R] = std::array::from_fn(|r| unsafe { *w[r].prep.get_unchecked(b) });
+        for c in 0..C {
+            let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
+            let da = unsafe { *a.d.get_unchecked(col + c) };
+            let dav = _mm256_set1_ps(da);
+            for r in 0..R {
+                let q = unsafe { F::ints(p[r], qa) };
+                let dw = unsafe { *w[r].d.get_unchecked(b) };
+                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dav), q, acc[r][c]);
             }
         }
     }
