@@ -111,14 +111,15 @@ const ACT_MULTIPLE: usize = 8;
 /// Chunks are as many weight rows as fit [`CHUNK_WEIGHT_BYTES`], so every activation row is
 /// read once per chunk of weights: with 16-row chunks whisper's 1500 x 1500 attention products
 /// read their f32 activations (9 MB per head for KQV) from memory once per 16 weight rows, and
-/// ran at a fifth of the FMA rate. Activation rows are then split until there are 4 chunks per
-/// thread (for balance when a thread is delayed), but not below 32 rows.
+/// ran at a fifth of the FMA rate. Activation rows are then split until there are 8 chunks per
+/// thread (for balance when a thread is delayed, and so that SmolLM2's 9 attention heads do not
+/// leave one of two threads idle for a ninth of the product), but not below 32 rows.
 fn batch_blocks(w: WType, k: usize, m: usize, n: usize, batches: usize, threads: usize) -> (usize, usize) {
     if !matches!(w, WType::F16 | WType::F32) {
         return (m.div_ceil(16), 1);
     }
     let parts = (m * w.row_bytes(k)).div_ceil(CHUNK_WEIGHT_BYTES).clamp(1, m.div_ceil(16));
-    let want = (4 * threads).div_ceil(batches * parts);
+    let want = (8 * threads).div_ceil(batches * parts);
     (parts, want.clamp(1, (n / 32).max(1)))
 }
 
