@@ -244,36 +244,24 @@ impl<'a> DstView<'a> {
     /// Splits into `parts` views of nearly equal activation-row ranges whose boundaries are
     /// multiples of `multiple` rows (relative to the view start). Some views may be empty.
     pub fn split_acts_even(self, parts: usize, multiple: usize) -> Vec<DstView<'a>> {
-        let (parts, multiple) = (parts.max(1), multiple.max(1));
-        let (start, len) = (self.acts.start, self.acts.len());
-        let units = len.div_ceil(multiple);
-        let mut out = Vec::with_capacity(parts);
-        let mut rest = self;
-        for p in 1..parts {
-            let at = start + (units * p / parts * multiple).min(len);
-            let (left, right) = rest.split_acts_at(at);
-            out.push(left);
-            rest = right;
-        }
-        out.push(rest);
-        out
+        let cuts = even_cuts(self.acts.clone(), parts, multiple);
+        self.split_by(cuts, DstView::split_acts_at)
     }
 
     /// Splits into `parts` views of nearly equal width whose boundaries are multiples of
     /// `multiple` weight rows (relative to the view start), e.g. the gemm tile height, so no
     /// worker gets a ragged tile in the middle. Some views may be empty.
     pub fn split_even(self, parts: usize, multiple: usize) -> Vec<DstView<'a>> {
-        let parts = parts.max(1);
-        let multiple = multiple.max(1);
-        let start = self.rows.start;
-        let len = self.rows.len();
-        let units = len.div_ceil(multiple);
-        let mut out = Vec::with_capacity(parts);
+        let cuts = even_cuts(self.rows.clone(), parts, multiple);
+        self.split_by(cuts, DstView::split_at)
+    }
+
+    /// Splits at each of the ascending points `cuts` with `split`.
+    fn split_by(self, cuts: Vec<usize>, split: fn(DstView<'a>, usize) -> (DstView<'a>, DstView<'a>)) -> Vec<DstView<'a>> {
+        let mut out = Vec::with_capacity(cuts.len() + 1);
         let mut rest = self;
-        for p in 1..parts {
-            // Non-decreasing in p, so each split point lies inside the remaining view.
-            let at = start + (units * p / parts * multiple).min(len);
-            let (left, right) = rest.split_at(at);
+        for at in cuts {
+            let (left, right) = split(rest, at);
             out.push(left);
             rest = right;
         }
@@ -300,6 +288,16 @@ impl<'a> DstView<'a> {
         debug_assert!(self.rows.contains(&i));
         self.ptr.wrapping_add(i - self.rows.start)
     }
+}
+
+/// The `parts - 1` points cutting `range` into `parts` nearly equal pieces whose boundaries are
+/// multiples of `multiple` (relative to its start); non-decreasing, so each lies inside what is
+/// left after the previous cut.
+fn even_cuts(range: Range<usize>, parts: usize, multiple: usize) -> Vec<usize> {
+    let (parts, multiple) = (parts.max(1), multiple.max(1));
+    let (start, len) = (range.start, range.len());
+    let units = len.div_ceil(multiple);
+    (1..parts).map(|p| start + (units * p / parts * multiple).min(len)).collect()
 }
 
 /// f32 dot product (8-lane portable / AVX2+FMA with 4 accumulators).

@@ -117,7 +117,7 @@ impl<'a, W, A> FloatTiles<'a, W, A> {
 
     /// Bytes of one activation row.
     pub(super) fn act_row_bytes(&self) -> usize {
-        self.a.first().map_or(0, |r| std::mem::size_of::<A>() * r.len())
+        self.a.first().map_or(0, |r| std::mem::size_of_val(*r))
     }
 
     /// Activation rows `j..j + C`.

@@ -167,6 +167,14 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
             }
         }
     }
+    finish::<F, R, C>(acc, summs)
+}
+
+/// ggml's end of a quantized `vec_dot` for every output of a tile: the accumulator's horizontal
+/// sum, plus (Q4_1) the `m * s` sum in lane `c` of `summs[r]`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn finish<F: Avx2Tile, const R: usize, const C: usize>(acc: [[__m256; C]; R], summs: [__m128; R]) -> [[f32; C]; R] {
     let mut out = [[0f32; C]; R];
     for r in 0..R {
         let mut sm = [0f32; 4];
@@ -297,16 +305,7 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
             }
         }
     }
-    let mut out = [[0f32; C]; R];
-    for r in 0..R {
-        let mut sm = [0f32; 4];
-        // SAFETY: sm is 4 writable f32.
-        unsafe { _mm_storeu_ps(sm.as_mut_ptr(), summs[r]) };
-        for c in 0..C {
-            out[r][c] = if F::HAS_MIN { hsum_ps(acc[r][c]) + sm[c] } else { hsum_ps(acc[r][c]) };
-        }
-    }
-    out
+    finish::<F, R, C>(acc, summs)
 }
 
 /// ggml's `vec_dot` for one quantized row pair (`R = C = 1`).

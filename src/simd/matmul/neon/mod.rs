@@ -114,7 +114,7 @@ impl<'a> Tiles for HalfTiles<'a> {
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
-        self.a.first().map_or(0, |r| 2 * r.len())
+        self.a.first().map_or(0, |r| std::mem::size_of_val(*r))
     }
 }
 
