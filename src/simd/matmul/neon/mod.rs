@@ -45,9 +45,9 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         }
     }
     match w.wtype {
-        WType::Q4_0 => unsafe { walk_tiles(&QuantTiles::<Q4_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
-        WType::Q4_1 => unsafe { walk_tiles(&QuantTiles::<Q4_1, DOT> { w, a: &q.tile_rows(&q.q8_1) }, dst) },
-        WType::Q8_0 => unsafe { walk_tiles(&QuantTiles::<Q8_0, DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+        WType::Q4_0 => unsafe { quant_rows::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q4_1 => unsafe { quant_rows::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+        WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
         // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
@@ -135,12 +135,58 @@ impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
         // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
         // columns j..j + C exist and that the rows hold a.nb blocks.
-        unsafe { tile::quant_tile::<F, DOT, R, C>(w, self.a, j) }
+        unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
         self.a.nb * std::mem::size_of::<F::A>()
     }
+}
+
+/// Q4_0 / Q4_1 / Q8_0 weights unpacked into a [`tile::Panel`] (batched products).
+struct PanelTiles<'p, 'a, F: tile::NeonTile, const DOT: bool> {
+    panel: &'p tile::Panel<F>,
+    /// Weight row of panel row 0.
+    r0: usize,
+    a: &'a ActRows<'a, F::A>,
+}
+
+impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT> {
+    type Row = tile::PanelRow<'p>;
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> tile::PanelRow<'p> {
+        self.panel.row(i - self.r0)
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [tile::PanelRow<'p>; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
+        // columns j..j + C exist and that the rows hold a.nb blocks.
+        unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.nb * std::mem::size_of::<F::A>()
+    }
+}
+
+/// Fewest activation rows for which a chunk's quantized weights are unpacked into a panel first.
+const PANEL_MIN_ACTS: usize = 8;
+
+/// A batched product of quantized weights: unpacked once into a panel when there are enough
+/// activation rows to repay it, else block by block in the tiles.
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn quant_rows<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    let rows = dst.weight_rows();
+    if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
+        let panel = tile::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb);
+        // SAFETY: passed on from this function's contract.
+        return unsafe { walk_tiles(&PanelTiles::<F, DOT> { panel: &panel, r0: rows.start, a }, dst) };
+    }
+    // SAFETY: passed on from this function's contract.
+    unsafe { walk_tiles(&QuantTiles::<F, DOT> { w, a }, dst) }
 }
 
 impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, f32> {

@@ -224,6 +224,101 @@ impl NeonTile for Q4_1 {
     }
 }
 
+/// One weight row as a tile kernel reads it: blocks in place ([`NeonTile::prep`] per block and
+/// tile), or unpacked once into a [`Panel`] for batched products.
+pub(crate) trait WeightRow<F: NeonTile>: Copy {
+    /// Blocks in the row.
+    fn blocks(&self) -> usize;
+    /// Block `b`'s quants and scale.
+    ///
+    /// # Safety
+    /// `b < self.blocks()`.
+    unsafe fn prep_at(&self, b: usize) -> ([int8x16_t; 2], f32);
+    /// Block `b`'s minimum (Q4_1).
+    ///
+    /// # Safety
+    /// `b < self.blocks()`.
+    unsafe fn min_at(&self, b: usize) -> f32;
+}
+
+impl<F: NeonTile> WeightRow<F> for &[F::W] {
+    #[inline(always)]
+    fn blocks(&self) -> usize {
+        self.len()
+    }
+    #[inline(always)]
+    unsafe fn prep_at(&self, b: usize) -> ([int8x16_t; 2], f32) {
+        // SAFETY: b < len by the contract.
+        F::prep(unsafe { self.get_unchecked(b) })
+    }
+    #[inline(always)]
+    unsafe fn min_at(&self, b: usize) -> f32 {
+        // SAFETY: b < len by the contract.
+        F::min(unsafe { self.get_unchecked(b) })
+    }
+}
+
+/// A chunk's weight blocks unpacked once (quants as signed bytes, scale and minimum as f32) for
+/// batched products: the tile kernel then reads them instead of unpacking every block again for
+/// each group of four activation rows.
+pub(crate) struct Panel<F: NeonTile> {
+    q: Vec<[int8x16_t; 2]>,
+    /// `[d, m]` of every block.
+    dm: Vec<[f32; 2]>,
+    nb: usize,
+    _format: std::marker::PhantomData<F>,
+}
+
+impl<F: NeonTile> Panel<F> {
+    /// Unpacks `rows` (each at least `nb` blocks long), row by row.
+    pub(crate) fn new<'w>(rows: impl Iterator<Item = &'w [F::W]>, nb: usize) -> Self
+    where
+        F::W: 'w,
+    {
+        let (mut q, mut dm) = (Vec::new(), Vec::new());
+        for row in rows {
+            assert!(row.len() >= nb);
+            for blk in &row[..nb] {
+                let (p, d) = F::prep(blk);
+                q.push(p);
+                dm.push([d, F::min(blk)]);
+            }
+        }
+        Panel { q, dm, nb, _format: std::marker::PhantomData }
+    }
+
+    /// Panel row `r` (the `r`-th row given to [`Self::new`]).
+    #[inline(always)]
+    pub(crate) fn row(&self, r: usize) -> PanelRow<'_> {
+        let at = r * self.nb..(r + 1) * self.nb;
+        PanelRow { q: &self.q[at.clone()], dm: &self.dm[at] }
+    }
+}
+
+/// One unpacked weight row of a [`Panel`].
+#[derive(Clone, Copy)]
+pub(crate) struct PanelRow<'p> {
+    q: &'p [[int8x16_t; 2]],
+    dm: &'p [[f32; 2]],
+}
+
+impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
+    #[inline(always)]
+    fn blocks(&self) -> usize {
+        self.q.len()
+    }
+    #[inline(always)]
+    unsafe fn prep_at(&self, b: usize) -> ([int8x16_t; 2], f32) {
+        // SAFETY: b < len by the contract (q and dm have the same length).
+        unsafe { (*self.q.get_unchecked(b), self.dm.get_unchecked(b)[0]) }
+    }
+    #[inline(always)]
+    unsafe fn min_at(&self, b: usize) -> f32 {
+        // SAFETY: as prep_at.
+        unsafe { self.dm.get_unchecked(b)[1] }
+    }
+}
+
 /// `acc + q * s`, fused or not as [`FUSED_MLA`] says.
 #[inline(always)]
 fn mla(acc: float32x4_t, q: float32x4_t, s: f32) -> float32x4_t {
@@ -243,13 +338,13 @@ fn mla(acc: float32x4_t, q: float32x4_t, s: f32) -> float32x4_t {
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension. (Shapes are checked.)
 #[inline(always)]
-pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, const C: usize>(
-    w: [&[F::W]; R],
+pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, const C: usize, W: WeightRow<F>>(
+    w: [W; R],
     a: &ActRows<'_, F::A>,
     c0: usize,
 ) -> [[f32; C]; R] {
     let nb = a.nb;
-    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb));
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.blocks() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
     // [which block of the pair][r][c]
     let mut acc = [[[vdupq_n_f32(0.0); C]; R]; 2];
@@ -271,8 +366,8 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
             let qa: [[int8x16_t; 2]; C] = std::array::from_fn(|c| F::acts(unsafe { a.blocks.get_unchecked((c0 + c) * nb + bb) }));
             let da = cols(a.d, bb);
             for r in 0..R {
-                // SAFETY: bb < nb <= w[r].len() (asserted above).
-                let (p, dw) = F::prep(unsafe { w[r].get_unchecked(bb) });
+                // SAFETY: bb < nb <= w[r].blocks() (asserted above).
+                let (p, dw) = unsafe { w[r].prep_at(bb) };
                 for c in 0..C {
                     // SAFETY: DOT only when the caller guarantees dotprod.
                     let q = vcvtq_f32_s32(unsafe { block_ints::<DOT>(&p, &qa[c]) });
@@ -283,8 +378,8 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
         if F::HAS_MIN {
             let (sa0, sa1) = (cols(a.s, b), cols(a.s, b + 1));
             for r in 0..R {
-                // SAFETY: b + 1 < nb <= w[r].len() (asserted above).
-                let (m0, m1) = unsafe { (F::min(w[r].get_unchecked(b)), F::min(w[r].get_unchecked(b + 1))) };
+                // SAFETY: b + 1 < nb <= w[r].blocks() (asserted above).
+                let (m0, m1) = unsafe { (w[r].min_at(b), w[r].min_at(b + 1)) };
                 for c in 0..C {
                     let (s0, s1) = (sa0[c], sa1[c]);
                     // summs += m0*s0 + m1*s1, the first product fused into the inner sum
@@ -307,8 +402,8 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     if nb % 2 == 1 {
         let bb = nb - 1;
         for r in 0..R {
-            let (p, dw) = F::prep(&w[r][bb]);
-            let mw = F::min(&w[r][bb]);
+            // SAFETY: bb < nb <= w[r].blocks() (asserted above).
+            let ((p, dw), mw) = unsafe { (w[r].prep_at(bb), w[r].min_at(bb)) };
             for c in 0..C {
                 // SAFETY: as above.
                 let sumi = vaddvq_s32(unsafe { block_ints::<DOT>(&p, &F::acts(&a.blocks[(c0 + c) * nb + bb])) });
@@ -329,7 +424,7 @@ pub(crate) fn quant_dot<F: NeonTile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32
         unsafe { quant_dot_sdot::<F>(w, &rows) }
     } else {
         // SAFETY: DOT = false needs no extension.
-        unsafe { quant_tile::<F, false, 1, 1>([w], &rows, 0)[0][0] }
+        unsafe { quant_tile::<F, false, 1, 1, _>([w], &rows, 0)[0][0] }
     }
 }
 
@@ -338,7 +433,7 @@ pub(crate) fn quant_dot<F: NeonTile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32
 #[target_feature(enable = "dotprod")]
 unsafe fn quant_dot_sdot<F: NeonTile>(w: &[F::W], rows: &ActRows<'_, F::A>) -> f32 {
     // SAFETY: this function requires dotprod.
-    unsafe { quant_tile::<F, true, 1, 1>([w], rows, 0)[0][0] }
+    unsafe { quant_tile::<F, true, 1, 1, _>([w], rows, 0)[0][0] }
 }
 
 /// One weight row element type of the float products (F16 or F32) with ggml's leftovers rule.
@@ -754,7 +849,7 @@ mod tests {
         macro_rules! tile {
             ($dot:expr, $cols:expr, $c0:expr) => {{
                 // SAFETY: DOT only when dotprod was detected.
-                let got = unsafe { quant_tile::<F, $dot, 2, $cols>([&c.w[0], &c.w[1]], &rows, $c0) };
+                let got = unsafe { quant_tile::<F, $dot, 2, $cols, _>([&c.w[0][..], &c.w[1][..]], &rows, $c0) };
                 for r in 0..2 {
                     for k in 0..$cols {
                         let w = want(r, $c0 + k);
