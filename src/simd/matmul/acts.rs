@@ -18,6 +18,13 @@ pub struct ActRows<'a, A> {
     pub n: usize,
 }
 
+impl<A> ActRows<'_, A> {
+    /// Bytes of one activation row's blocks (what a tile walk's cache block holds per row).
+    pub fn row_bytes(&self) -> usize {
+        self.nb * std::mem::size_of::<A>()
+    }
+}
+
 /// How a caller runs `f(j)` for every row `j < n` (possibly in parallel, see
 /// [`QuantizedActs::prepare_par`]).
 pub type ParRows<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));

@@ -76,6 +76,11 @@ fn col_block(row_bytes: usize) -> usize {
 /// L1 data bytes a cache block of activation rows may take (of 32-64 KiB on the cores we run on).
 const L1_ACT_BYTES: usize = 20 * 1024;
 
+/// Fewest activation rows for which a level unpacks a chunk's quantized weights into a panel
+/// before walking it (AVX2 and NEON `Panel`s): the unpacking costs about what one four-row tile
+/// column does.
+pub(super) const PANEL_MIN_ACTS: usize = 8;
+
 /// # Safety
 /// As [`Tiles::tile`].
 #[inline(always)]

@@ -5,7 +5,7 @@ pub(super) mod float;
 mod heads;
 pub(super) mod quant;
 
-use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
 use super::{Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
@@ -46,7 +46,7 @@ impl<'q, F: Avx2Tile> Tiles for QuantTiles<'q, F> {
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
-        self.a.nb * std::mem::size_of::<F::A>()
+        self.a.row_bytes()
     }
 }
 
@@ -90,13 +90,9 @@ impl<'p, F: Avx2Tile> Tiles for PanelTiles<'p, '_, F> {
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
-        self.a.nb * std::mem::size_of::<F::A>()
+        self.a.row_bytes()
     }
 }
-
-/// Fewest activation rows for which a chunk's weights are unpacked into a panel first: the
-/// unpacking costs about what one four-row tile column does.
-const PANEL_MIN_ACTS: usize = 8;
 
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]

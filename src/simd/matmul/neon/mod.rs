@@ -4,7 +4,7 @@
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
 use super::{ActRows, Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::{blocks_from_bytes, Q4_0, Q4_1, Q8_0};
 use tiles as tile;
@@ -139,7 +139,7 @@ impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
-        self.a.nb * std::mem::size_of::<F::A>()
+        self.a.row_bytes()
     }
 }
 
@@ -165,12 +165,9 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
-        self.a.nb * std::mem::size_of::<F::A>()
+        self.a.row_bytes()
     }
 }
-
-/// Fewest activation rows for which a chunk's quantized weights are unpacked into a panel first.
-const PANEL_MIN_ACTS: usize = 8;
 
 /// A batched product of quantized weights: unpacked once into a panel when there are enough
 /// activation rows to repay it, else block by block in the tiles.
