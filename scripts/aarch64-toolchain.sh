@@ -1,7 +1,8 @@
-# Sourced by scripts/test-aarch64*.sh: installs the aarch64 cross toolchain (Rust target, cross
-# gcc/libc for build.rs's host.c and linking, qemu-user, plus the commands and Debian packages the
-# caller passes) and exports cargo's cross settings. If it cannot be installed (no network to the
-# Rust or Debian servers) the caller says SKIPPED and exits 0, unless GGML_RS_AARCH64_REQUIRED=1.
+# Sourced by scripts/test-aarch64*.sh and tools/qemu-count/count-*.sh: installs the aarch64 cross
+# toolchain (Rust target, cross gcc/libc for build.rs's host.c and linking, qemu-user, plus the
+# commands and Debian packages the caller passes) and exports cargo's cross settings. If it
+# cannot be installed (no network to the Rust or Debian servers) the caller says SKIPPED and exits
+# 0, unless GGML_RS_AARCH64_REQUIRED=1. aarch64_build (below) then builds for it.
 #   aarch64_toolchain "<commands that must exist>" <extra Debian packages...>
 TARGET=aarch64-unknown-linux-gnu
 
@@ -18,6 +19,21 @@ aarch64_toolchain() {
     fi
     export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+}
+
+# Cross-builds the library for $TARGET and, into <build dir>, the named CMake targets with the
+# host ggml cores compiled by clang for $HOST_FLAGS (scripts/aarch64-clang.cmake); <host tests>
+# (ON/OFF) adds the real hosts' drivers. Reads ROOT, JOBS and HOST_FLAGS from the caller.
+#   aarch64_build <build dir> <ON|OFF> <cmake targets...>
+aarch64_build() {
+    local dir="$1" host_tests="$2"
+    shift 2
+    cargo build --release --target "$TARGET" -j "$JOBS"
+    cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
+        -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
+        -DGGML_RS_HOST_TESTS="$host_tests" "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS"
+    cmake --build "$dir" -j "$JOBS" --target "$@"
 }
 
 aarch64_apt() {

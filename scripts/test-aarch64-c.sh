@@ -20,13 +20,7 @@ source scripts/aarch64-toolchain.sh
 aarch64_toolchain "aarch64-linux-gnu-g++ clang ninja" g++-aarch64-linux-gnu clang ninja-build cmake
 bash scripts/fetch-hosts.sh
 
-cargo build --release --target "$TARGET" -j "$JOBS"
-
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
-    -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
-    -DGGML_RS_HOST_TESTS=OFF "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS"
-cmake --build "$BUILD_DIR" -j "$JOBS" --target simd_ops_lm_static simd_ops_wsp_static
+aarch64_build "$BUILD_DIR" OFF simd_ops_lm_static simd_ops_wsp_static
 for p in lm wsp; do
     echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
     qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static"

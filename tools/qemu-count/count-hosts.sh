@@ -24,12 +24,7 @@ bash scripts/fetch-models.sh >/dev/null
 plugin="$(bash tools/qemu-count/build.sh | tail -n1)"
 M="$ROOT/.cache/models"
 
-cargo build --release --target "$TARGET" -j "$JOBS"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
-    -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
-    -DGGML_RS_HOST_TESTS=ON "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS" >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS" --target llama_driver_stock llama_driver_static whisper_driver_stock whisper_driver_static >/dev/null
+aarch64_build "$BUILD_DIR" ON llama_driver_stock llama_driver_static whisper_driver_stock whisper_driver_static >/dev/null
 bin="$BUILD_DIR/tests_c/hosts"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

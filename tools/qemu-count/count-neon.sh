@@ -20,12 +20,7 @@ aarch64_toolchain "aarch64-linux-gnu-g++ clang ninja" g++-aarch64-linux-gnu clan
 bash scripts/fetch-hosts.sh
 plugin="$(bash tools/qemu-count/build.sh | tail -n1)"
 
-cargo build --release --target "$TARGET" -j "$JOBS"
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
-    -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
-    -DGGML_RS_HOST_TESTS=OFF "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS" >/dev/null
-cmake --build "$BUILD_DIR" -j "$JOBS" --target bench_ops_lm >/dev/null
+aarch64_build "$BUILD_DIR" OFF bench_ops_lm >/dev/null
 
 cases=("$@")
 ((${#cases[@]})) || cases=(
