@@ -140,6 +140,15 @@ int main(int argc, char ** argv) {
     {   struct G(context) * c = new_ctx();
         tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 1500, 64, 2), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 1500, 1500, 2);
         bench("mul_mat f16 KQV 64x1500 x 1500 x 2", c, G(mul_mat)(c, v, kq)); }
+    /* SmolLM2's prompt attention (256 tokens): 9 query heads over 3 F16 KV heads, K a view of
+       the cache (rows 192 halves apart), V the transposed cache */
+    {   struct G(context) * c = new_ctx();
+        tensor_t * k = G(permute)(c, G(new_tensor_3d)(c, C(TYPE_F16), 64, 3, 256), 0, 2, 1, 3);
+        tensor_t * q = G(permute)(c, G(new_tensor_3d)(c, C(TYPE_F32), 64, 9, 256), 0, 2, 1, 3);
+        bench("mul_mat f16 prompt KQ 256x64 x 256 x 9", c, G(mul_mat)(c, k, q)); }
+    {   struct G(context) * c = new_ctx();
+        tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 256, 64, 3), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 256, 256, 9);
+        bench("mul_mat f16 prompt KQV 64x256 x 256 x 9", c, G(mul_mat)(c, v, kq)); }
     /* SmolLM2's decode attention at 288 cached tokens: 9 query heads over 3 F16 KV heads */
     {   struct G(context) * c = new_ctx();
         tensor_t * k = G(new_tensor_3d)(c, C(TYPE_F16), 64, 288, 3), * q = G(new_tensor_3d)(c, C(TYPE_F32), 64, 1, 9);

@@ -2,6 +2,7 @@
 //! cos/sin, then rotation of dimension pairs; dimensions past `n_dims` are copied.
 
 use super::{f32_rows, for_rows, param_f32, Raw, Session};
+use std::sync::Arc;
 use crate::simd::cpu_features::simd_level;
 use crate::simd::op::Node;
 use crate::simd::view::{alias, with_row, Alias, Detached, F32, I32};
@@ -14,7 +15,7 @@ pub fn supports(n: &Node) -> bool {
     f32_rows(&a) && f32_rows(&d) && (mode == 0 || mode == MODE_NEOX)
         && n_dims > 0 && n_dims as usize <= a.ne[0] && n_dims % 2 == 0 && a.ne[3] == 1
         && n.src[1].is_some_and(|p| p.ty == I32 && p.ne[0] >= a.ne[2])
-        && n.src[2].is_none_or(|f| f.ty == F32)
+        && n.src[2].is_none_or(|f| f.ty == F32 && f.ne[0] >= n_dims.max(0) as usize / 2)
         && !(n.order.rope_rotate_pairs && mode == 0 && !rotate_pairs_all_fused(n_dims as usize / 2))
 }
 
@@ -117,12 +118,56 @@ fn rotate_from(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: boo
     d[n_dims..].copy_from_slice(&x[n_dims..]);
 }
 
-/// [`rotate`] compiled with FMA, so `mul_add` is one instruction instead of a call to libm's
-/// `fmaf` (same result, several times faster).
+/// [`rotate`] eight values at a time with AVX2 and FMA: the same products, fused or not, per
+/// element (the scalar loop, bounds-checked pair by pair, was ROPE's time once the table was
+/// kept). Normal mode: `fmaddsub` of the row by the interleaved table, even lanes
+/// `x0 * c - x1 * s` and odd lanes `x0 * s + x1 * c`, with `x1 * s` / `x1 * c` rounded first as
+/// in the scalar fused forms; unfused, `addsub` of the two rounded products. NeoX: the table
+/// split into cos and sin vectors by two shuffles.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn rotate_fma(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool) {
-    rotate(x, d, cache, n_dims, neox, contract)
+fn rotate_avx2(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: bool, contract: bool) {
+    use std::arch::x86_64::*;
+    let (x, d) = (&x[..d.len()], &mut *d);
+    assert!(n_dims <= x.len() && n_dims <= cache.len() && n_dims.is_multiple_of(2));
+    let half = n_dims / 2;
+    let mut i0 = 0;
+    // SAFETY (loads and stores): normal mode reads and writes 8 values at i0 with i0 + 8 <=
+    // n_dims; NeoX reads 16 table values at i0 (i0 + 16 <= n_dims) and 8 values at i0 / 2 and
+    // i0 / 2 + half, both + 8 <= n_dims; all slices hold at least n_dims (asserted). AVX2/FMA by
+    // this function's target features, enabled only after detection.
+    unsafe {
+        if neox {
+            while i0 + 16 <= n_dims {
+                let (lo, hi) = (_mm256_loadu_ps(cache.as_ptr().add(i0)), _mm256_loadu_ps(cache.as_ptr().add(i0 + 8)));
+                // [c0 c1 c4 c5 | c2 c3 c6 c7] -> c0..c7 (and sin alike)
+                let c = _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0x88>(lo, hi))));
+                let sn = _mm256_castpd_ps(_mm256_permute4x64_pd::<0xD8>(_mm256_castps_pd(_mm256_shuffle_ps::<0xDD>(lo, hi))));
+                let (j0, j1) = (i0 / 2, i0 / 2 + half);
+                let (x0, x1) = (_mm256_loadu_ps(x.as_ptr().add(j0)), _mm256_loadu_ps(x.as_ptr().add(j1)));
+                let (d0, d1) = if contract {
+                    (_mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, sn)), _mm256_fmadd_ps(x0, sn, _mm256_mul_ps(x1, c)))
+                } else {
+                    (_mm256_sub_ps(_mm256_mul_ps(x0, c), _mm256_mul_ps(x1, sn)), _mm256_add_ps(_mm256_mul_ps(x0, sn), _mm256_mul_ps(x1, c)))
+                };
+                _mm256_storeu_ps(d.as_mut_ptr().add(j0), d0);
+                _mm256_storeu_ps(d.as_mut_ptr().add(j1), d1);
+                i0 += 16;
+            }
+        } else {
+            while i0 + 8 <= n_dims {
+                let xv = _mm256_loadu_ps(x.as_ptr().add(i0));
+                let cs = _mm256_loadu_ps(cache.as_ptr().add(i0));
+                let (x0, x1) = (_mm256_moveldup_ps(xv), _mm256_movehdup_ps(xv));
+                // x1 * s in even lanes, x1 * c in odd lanes
+                let t = _mm256_mul_ps(x1, _mm256_permute_ps::<0xB1>(cs));
+                let out = if contract { _mm256_fmaddsub_ps(x0, cs, t) } else { _mm256_addsub_ps(_mm256_mul_ps(x0, cs), t) };
+                _mm256_storeu_ps(d.as_mut_ptr().add(i0), out);
+                i0 += 8;
+            }
+        }
+    }
+    rotate_from(x, d, cache, n_dims, neox, contract, i0)
 }
 
 /// [`rotate`] four pairs at a time with NEON: the same products, fused or not, per element (the
@@ -166,8 +211,6 @@ fn rotate_neon(x: &[f32], d: &mut [f32], cache: &[f32], n_dims: usize, neox: boo
 
 /// `dst` and `a` are [head_dim, n_head, n_tokens, 1]; `pos` holds one I32 position per token.
 pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, p: &RopeParams) -> bool {
-    let corr = corr_dims(p);
-    let theta_scale = p.freq_base.powf(-2.0 / p.n_dims as f32);
     let ne0 = a.ne[0];
     let neox = p.mode & MODE_NEOX != 0;
     // one task per (token, batch): the cos/sin table depends only on the position
@@ -180,37 +223,195 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
     // ways. Matching that keeps in-place ROPE bit-identical to the host too.
     // The 2026 revision's rotate_pairs is vectorized in place as well (`fused_in_place`).
     let contract = !(in_place && !neox && !p.fused_in_place && cfg!(target_arch = "x86_64"));
+    let Some(table) = table(s, p, ne0, &pos, freq_factors.as_ref(), a.ne[2]) else { return false };
     for_rows(s, n_tasks, dst.nelements(), |t| {
         let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
-        let position = pos.read_i32(i2, 0, 0, 0) as f32;
-        let mut cache = vec![0f32; ne0 + 1];
-        let mut theta = position;
-        let mut i0 = 0;
-        while i0 < ne0 {
-            let ff = freq_factors.as_ref().map(|f| f.read_f32(i0 / 2, 0, 0, 0)).unwrap_or(1.0);
-            let (c, sn) = yarn(theta / ff, p, &corr, i0);
-            cache[i0] = c;
-            cache[i0 + 1] = sn;
-            theta *= theta_scale;
-            i0 += 2;
-        }
+        let cache = table.row(i2);
         let fused = crate::simd::cpu_features::is_x86(simd_level());
         for i1 in 0..a.ne[1] {
             with_row(&dst, &a, in_place, (i1, i2, i3), |x, d| {
                 #[cfg(target_arch = "x86_64")]
                 if fused {
                     // SAFETY: the Avx2 level is only reported when FMA was detected at runtime.
-                    unsafe { rotate_fma(x, d, &cache, p.n_dims, neox, contract) };
+                    unsafe { rotate_avx2(x, d, cache, p.n_dims, neox, contract) };
                     return;
                 }
                 let _ = fused;
                 #[cfg(target_arch = "aarch64")]
                 if simd_level() == crate::simd::cpu_features::SimdLevel::Neon {
-                    rotate_neon(x, d, &cache, p.n_dims, neox, contract);
+                    rotate_neon(x, d, cache, p.n_dims, neox, contract);
                     return;
                 }
-                rotate(x, d, &cache, p.n_dims, neox, contract);
+                rotate(x, d, cache, p.n_dims, neox, contract);
             });
         }
     })
+}
+
+/// The cos/sin values of every position of a ROPE node: `cache[i0]`, `cache[i0 + 1]` for each
+/// rotated pair `i0 < n_dims` of a row, one row of `ne0` values per position, as ggml's `rope_cache_init` makes
+/// them (libm's cos and sin of the YaRN angle, times its scale).
+struct Table {
+    key: TableKey,
+    ne0: usize,
+    values: Vec<f32>,
+}
+
+impl Table {
+    fn row(&self, i: usize) -> &[f32] {
+        &self.values[i * self.ne0..(i + 1) * self.ne0]
+    }
+}
+
+/// Everything a [`Table`] depends on: the parameters that set the angles and the scale (not
+/// the mode, which only picks the rotated pairs), the row length, and the positions and
+/// frequency factors themselves (a graph's position tensor keeps its address from one compute
+/// to the next while its values change).
+#[derive(PartialEq)]
+struct TableKey {
+    params: [u32; 8],
+    ne0: usize,
+    positions: Vec<i32>,
+    freq_factors: Option<Vec<u32>>,
+}
+
+/// Tables of recent ROPE nodes. A model ropes Q and K of every layer with the same positions
+/// and parameters (60 nodes per SmolLM2 graph), and each table is 32 libm cos and sin per
+/// position: computed per node they were most of ROPE's time (ggml-cpu computes them per row).
+/// A few entries, so that two models computing in one process do not evict each other.
+static TABLES: parking_lot::Mutex<Vec<Arc<Table>>> = parking_lot::const_mutex(Vec::new());
+const TABLES_KEPT: usize = 4;
+/// Larger tables (long contexts) are computed per node and not kept.
+const TABLE_KEEP_BYTES: usize = 8 << 20;
+
+/// The table of `n_pos` positions read from `pos`, from [`TABLES`] when an earlier node made the
+/// same one; `None` if computing it failed (a worker panicked).
+fn table(s: &Session, p: &RopeParams, ne0: usize, pos: &Raw, freq_factors: Option<&Raw>, n_pos: usize) -> Option<Arc<Table>> {
+    let key = TableKey {
+        params: [p.n_dims as u32, p.n_ctx_orig as u32, p.freq_base.to_bits(), p.freq_scale.to_bits(), p.ext_factor.to_bits(), p.attn_factor.to_bits(), p.beta_fast.to_bits(), p.beta_slow.to_bits()],
+        ne0,
+        positions: (0..n_pos).map(|i2| pos.read_i32(i2, 0, 0, 0)).collect(),
+        freq_factors: freq_factors.map(|f| (0..p.n_dims / 2).map(|i| f.read_f32(i, 0, 0, 0).to_bits()).collect()),
+    };
+    if let Some(t) = TABLES.lock().iter().find(|t| t.key == key) {
+        return Some(t.clone());
+    }
+    let corr = corr_dims(p);
+    let theta_scale = p.freq_base.powf(-2.0 / p.n_dims as f32);
+    let mut values = vec![0f32; n_pos * ne0];
+    let rows: Vec<parking_lot::Mutex<&mut [f32]>> = values.chunks_exact_mut(ne0.max(1)).map(parking_lot::Mutex::new).collect();
+    let ok = for_rows(s, n_pos, n_pos * ne0 * 16, |i2| {
+        let mut cache = rows[i2].lock();
+        let mut theta = key.positions[i2] as f32;
+        let mut i0 = 0;
+        // only the rotated pairs: the rest of a row is copied
+        while i0 < p.n_dims {
+            let ff = key.freq_factors.as_ref().map_or(1.0, |f| f32::from_bits(f[i0 / 2]));
+            let (c, sn) = yarn(theta / ff, p, &corr, i0);
+            cache[i0] = c;
+            cache[i0 + 1] = sn;
+            theta *= theta_scale;
+            i0 += 2;
+        }
+    });
+    drop(rows);
+    if !ok {
+        return None;
+    }
+    let table = Arc::new(Table { key, ne0, values });
+    if table.values.len() * 4 <= TABLE_KEEP_BYTES {
+        let mut kept = TABLES.lock();
+        if kept.len() >= TABLES_KEPT {
+            kept.remove(0);
+        }
+        kept.push(table.clone());
+    }
+    Some(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::pool::Pool;
+
+    fn raw_f32(buf: &mut [f32], ne: [usize; 3]) -> Raw {
+        Raw { data: buf.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * buf.len()], ty: F32 }
+    }
+
+    /// The vector rotations give the scalar loop's bits (which simd_ops.c and the hosts compare
+    /// with ggml-cpu), for both modes, fused and unfused, with and without a scalar tail.
+    #[test]
+    fn vector_rotations_equal_the_scalar_loop() {
+        for n_dims in [2, 6, 8, 10, 16, 18, 48, 64, 128] {
+            let ne0 = n_dims + 3;
+            let x: Vec<f32> = (0..ne0).map(|i| ((i * 53 % 97) as f32 - 48.0) / 7.0).collect();
+            let cache: Vec<f32> = (0..n_dims).map(|i| ((i * 29 % 61) as f32 - 30.0) / 31.0).collect();
+            for neox in [false, true] {
+                for contract in [false, true] {
+                    let mut want = vec![0f32; ne0];
+                    rotate(&x, &mut want, &cache, n_dims, neox, contract);
+                    let mut got = vec![0f32; ne0];
+                    #[cfg(target_arch = "x86_64")]
+                    if crate::simd::cpu_features::is_x86(simd_level()) {
+                        // SAFETY: the x86 SIMD levels are reported only with AVX2 and FMA.
+                        unsafe { rotate_avx2(&x, &mut got, &cache, n_dims, neox, contract) };
+                    } else {
+                        rotate(&x, &mut got, &cache, n_dims, neox, contract);
+                    }
+                    #[cfg(target_arch = "aarch64")]
+                    rotate_neon(&x, &mut got, &cache, n_dims, neox, contract);
+                    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+                    rotate(&x, &mut got, &cache, n_dims, neox, contract);
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "n_dims {n_dims} neox {neox} contract {contract}");
+                }
+            }
+        }
+    }
+
+    /// A kept table is reused only for the same positions, parameters and frequency factors:
+    /// the same position buffer with new values (the next ubatch), other parameters or other
+    /// factors give what a fresh table gives, and the first inputs give their first output.
+    #[test]
+    fn kept_tables_follow_positions_parameters_and_factors() {
+        let pool = Pool::new(2);
+        let s = pool.session();
+        let ne = [64, 3, 40];
+        let x: Vec<f32> = (0..ne.iter().product::<usize>()).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+        let mut pos: Vec<i32> = (0..ne[2] as i32).collect();
+        let mut ff: Vec<f32> = (0..32).map(|i| 1.0 + i as f32 / 8.0).collect();
+        let params = |freq_base: f32| RopeParams { n_dims: 64, mode: MODE_NEOX, n_ctx_orig: 8192, freq_base, freq_scale: 1.0, ext_factor: 0.0, attn_factor: 1.0, beta_fast: 32.0, beta_slow: 1.0, fused_in_place: false };
+        let run = |pos: &mut [i32], ff: Option<&mut [f32]>, p: &RopeParams, fresh: bool| -> Vec<u32> {
+            if fresh {
+                TABLES.lock().clear();
+            }
+            let mut a = x.clone();
+            let mut d = vec![0f32; x.len()];
+            let pr = Raw { data: pos.as_mut_ptr() as *mut u8, ne: [pos.len(), 1, 1, 1], nb: [4, 4 * pos.len(), 4 * pos.len(), 4 * pos.len()], ty: I32 };
+            let fr = ff.map(|f| Raw { data: f.as_mut_ptr() as *mut u8, ne: [f.len(), 1, 1, 1], nb: [4, 4 * f.len(), 4 * f.len(), 4 * f.len()], ty: F32 });
+            assert!(rope(&s, raw_f32(&mut d, ne), raw_f32(&mut a, ne), pr, fr, p));
+            d.iter().map(|v| v.to_bits()).collect()
+        };
+        let first = run(&mut pos, None, &params(10000.0), true);
+        assert_eq!(run(&mut pos, None, &params(10000.0), false), first);
+        for p in pos.iter_mut() {
+            *p += 40;
+        }
+        let moved = run(&mut pos, None, &params(10000.0), false);
+        assert_ne!(moved, first, "new positions must change the output");
+        assert_eq!(moved, run(&mut pos, None, &params(10000.0), true));
+        let based = run(&mut pos, None, &params(500000.0), false);
+        assert_ne!(based, moved);
+        assert_eq!(based, run(&mut pos, None, &params(500000.0), true));
+        let factored = run(&mut pos, Some(&mut ff), &params(10000.0), false);
+        assert_ne!(factored, moved);
+        ff[5] = 3.0;
+        let refactored = run(&mut pos, Some(&mut ff), &params(10000.0), false);
+        assert_ne!(refactored, factored);
+        assert_eq!(refactored, run(&mut pos, Some(&mut ff), &params(10000.0), true));
+        for p in pos.iter_mut() {
+            *p -= 40;
+        }
+        assert_eq!(run(&mut pos, None, &params(10000.0), false), first);
+    }
 }
