@@ -146,14 +146,24 @@ mod x86 {
             max = max.max(w);
         }
 
-        // pass 2: e = exp(w - max) in place, summed as ggml does
+        // pass 2: e = exp(w - max) in place, summed as ggml does. Eight masked values (-inf: half
+        // of a causal attention row) are written as the eight +0 that v_expf(-inf - max) gives
+        // (its saturating branch), without the exp: their sum adds nothing. (With a max of -inf,
+        // +inf or NaN the row ends all NaN either way: pass 3 multiplies those zeros by an
+        // infinite or NaN normalizer.)
         let vm = _mm256_set1_ps(max);
+        let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
         let mut sum = 0f64;
         for i in (0..full).step_by(8) {
             // SAFETY: i + 8 <= full <= y.len().
             unsafe {
                 let p = y.as_mut_ptr().add(i);
-                let e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(p), vm));
+                let w = _mm256_loadu_ps(p);
+                if _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(w, ninf)) == 0xff {
+                    _mm256_storeu_ps(p, _mm256_setzero_ps());
+                    continue;
+                }
+                let e = v_expf(_mm256_sub_ps(w, vm));
                 _mm256_storeu_ps(p, e);
                 sum += hsum(e) as f64;
             }
@@ -260,6 +270,59 @@ mod tests {
                 (s as f32 / u32::MAX as f32) * 8.0 - 4.0
             })
             .collect()
+    }
+
+    /// Rows of a causal mask (runs of -inf, whole groups of 8 and ragged ones) give the bits of
+    /// ggml's passes with every exp computed: the skipped groups are exactly the +0 that
+    /// v_expf(-inf) gives, adding nothing to the sum. A fully masked row stays NaN.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn masked_groups_equal_computed_exps() {
+        use crate::simd::vexp::x86::v_expf;
+        use std::arch::x86_64::*;
+        if !available_levels().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        /// ggml's passes 2 and 3 (the old loop), on w = x * scale + mask already in `y`.
+        #[target_feature(enable = "avx2,fma,f16c")]
+        fn reference(y: &mut [f32]) {
+            let max = y.iter().fold(f32::NEG_INFINITY, |m, &v| if m > v { m } else { v });
+            let full = y.len() / 8 * 8;
+            let mut sum = 0f64;
+            for i in (0..full).step_by(8) {
+                // SAFETY: i + 8 <= full <= y.len(); AVX2 checked by the caller.
+                unsafe {
+                    let e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(y.as_ptr().add(i)), _mm256_set1_ps(max)));
+                    _mm256_storeu_ps(y.as_mut_ptr().add(i), e);
+                    let s = _mm_add_ps(_mm256_extractf128_ps::<1>(e), _mm256_castps256_ps128(e));
+                    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+                    sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))) as f64;
+                }
+            }
+            for v in &mut y[full..] {
+                *v = (*v - max).exp();
+                sum += *v as f64;
+            }
+            let inv = (1.0 / sum) as f32;
+            y.iter_mut().for_each(|v| *v *= inv);
+        }
+        let n = 203;
+        let x = row(n, 11);
+        for visible in [0usize, 1, 7, 8, 9, 64, 100, 202, 203] {
+            let m: Vec<f32> = (0..n).map(|i| if i < visible { 0.0 } else { f32::NEG_INFINITY }).collect();
+            let mut want: Vec<f32> = x.iter().zip(&m).map(|(&x, &m)| 0.7f32.mul_add(m, x * 0.3)).collect();
+            // SAFETY: AVX2 checked above.
+            unsafe { reference(&mut want) };
+            let mut got = vec![0.0; n];
+            soft_max_row_at(SimdLevel::Avx2, &x, &mut got, Mask::F32(&m), 0.3, 0.7);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want), "{visible} visible");
+            if visible == 0 {
+                assert!(got.iter().all(|v| v.is_nan()));
+            } else {
+                assert!(got[visible..].iter().all(|v| v.to_bits() == 0) && got[..visible].iter().all(|&v| v > 0.0));
+            }
+        }
     }
 
     #[test]
