@@ -229,15 +229,21 @@ mod neon {
             max = max.max(w);
         }
 
-        // pass 2: e = exp(w - max) in place, each group of 4 summed in f32, the groups in f64
+        // pass 2: e = exp(w - max) in place, each group of 4 summed in f32, the groups in f64; four
+        // masked values are written as the +0s v_expf gives them, without the exp (see x86)
         // SAFETY: NEON intrinsic (aarch64 baseline).
-        let vm = unsafe { vdupq_n_f32(max) };
+        let (vm, ninf) = unsafe { (vdupq_n_f32(max), vdupq_n_f32(f32::NEG_INFINITY)) };
         let mut sum = 0f64;
         for i in (0..full).step_by(4) {
             // SAFETY: i + 4 <= full <= y.len().
             unsafe {
                 let p = y.as_mut_ptr().add(i);
-                let e = v_expf(vsubq_f32(vld1q_f32(p), vm));
+                let w = vld1q_f32(p);
+                if vminvq_u32(vceqq_f32(w, ninf)) == u32::MAX {
+                    vst1q_f32(p, vdupq_n_f32(0.0));
+                    continue;
+                }
+                let e = v_expf(vsubq_f32(w, vm));
                 vst1q_f32(p, e);
                 sum += vaddvq_f32(e) as f64;
             }
@@ -272,32 +278,26 @@ mod tests {
             .collect()
     }
 
-    /// Rows of a causal mask (runs of -inf, whole groups of 8 and ragged ones) give the bits of
+    /// Rows of a causal mask (runs of -inf, whole groups and ragged ones) give the bits of
     /// ggml's passes with every exp computed: the skipped groups are exactly the +0 that
     /// v_expf(-inf) gives, adding nothing to the sum. A fully masked row stays NaN.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     #[test]
     fn masked_groups_equal_computed_exps() {
-        use crate::simd::vexp::x86::v_expf;
-        use std::arch::x86_64::*;
-        if !available_levels().contains(&SimdLevel::Avx2) {
+        #[cfg(target_arch = "x86_64")]
+        let (level, width) = (SimdLevel::Avx2, 8);
+        #[cfg(target_arch = "aarch64")]
+        let (level, width) = (SimdLevel::Neon, 4);
+        if !available_levels().contains(&level) {
             return;
         }
-        /// ggml's passes 2 and 3 (the old loop), on w = x * scale + mask already in `y`.
-        #[target_feature(enable = "avx2,fma,f16c")]
-        fn reference(y: &mut [f32]) {
+        /// ggml's passes 2 and 3 (the loop before the skip), on w = x * scale + mask in `y`.
+        fn reference(y: &mut [f32], width: usize) {
             let max = y.iter().fold(f32::NEG_INFINITY, |m, &v| if m > v { m } else { v });
-            let full = y.len() / 8 * 8;
+            let full = y.len() / width * width;
             let mut sum = 0f64;
-            for i in (0..full).step_by(8) {
-                // SAFETY: i + 8 <= full <= y.len(); AVX2 checked by the caller.
-                unsafe {
-                    let e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(y.as_ptr().add(i)), _mm256_set1_ps(max)));
-                    _mm256_storeu_ps(y.as_mut_ptr().add(i), e);
-                    let s = _mm_add_ps(_mm256_extractf128_ps::<1>(e), _mm256_castps256_ps128(e));
-                    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-                    sum += _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))) as f64;
-                }
+            for g in y[..full].chunks_exact_mut(width) {
+                sum += exp_group(g, max) as f64;
             }
             for v in &mut y[full..] {
                 *v = (*v - max).exp();
@@ -306,15 +306,46 @@ mod tests {
             let inv = (1.0 / sum) as f32;
             y.iter_mut().for_each(|v| *v *= inv);
         }
+        /// One group through v_expf, replaced by its exps; their f32 sum in ggml's tree.
+        #[cfg(target_arch = "x86_64")]
+        fn exp_group(g: &mut [f32], max: f32) -> f32 {
+            use crate::simd::vexp::x86::v_expf;
+            use std::arch::x86_64::*;
+            #[target_feature(enable = "avx2,fma,f16c")]
+            fn body(g: &mut [f32], max: f32) -> f32 {
+                assert_eq!(g.len(), 8);
+                // SAFETY: g holds 8 floats (asserted).
+                unsafe {
+                    let e = v_expf(_mm256_sub_ps(_mm256_loadu_ps(g.as_ptr()), _mm256_set1_ps(max)));
+                    _mm256_storeu_ps(g.as_mut_ptr(), e);
+                    let s = _mm_add_ps(_mm256_extractf128_ps::<1>(e), _mm256_castps256_ps128(e));
+                    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+                    _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)))
+                }
+            }
+            // SAFETY: the caller checked that the CPU has the Avx2 level.
+            unsafe { body(g, max) }
+        }
+        #[cfg(target_arch = "aarch64")]
+        fn exp_group(g: &mut [f32], max: f32) -> f32 {
+            use crate::simd::vexp::neon::v_expf;
+            use std::arch::aarch64::*;
+            assert_eq!(g.len(), 4);
+            // SAFETY: g holds 4 floats (asserted); NEON is baseline.
+            unsafe {
+                let e = v_expf(vsubq_f32(vld1q_f32(g.as_ptr()), vdupq_n_f32(max)));
+                vst1q_f32(g.as_mut_ptr(), e);
+                vaddvq_f32(e)
+            }
+        }
         let n = 203;
         let x = row(n, 11);
-        for visible in [0usize, 1, 7, 8, 9, 64, 100, 202, 203] {
+        for visible in [0usize, 1, 3, 4, 5, 7, 8, 9, 64, 100, 202, 203] {
             let m: Vec<f32> = (0..n).map(|i| if i < visible { 0.0 } else { f32::NEG_INFINITY }).collect();
             let mut want: Vec<f32> = x.iter().zip(&m).map(|(&x, &m)| 0.7f32.mul_add(m, x * 0.3)).collect();
-            // SAFETY: AVX2 checked above.
-            unsafe { reference(&mut want) };
+            reference(&mut want, width);
             let mut got = vec![0.0; n];
-            soft_max_row_at(SimdLevel::Avx2, &x, &mut got, Mask::F32(&m), 0.3, 0.7);
+            soft_max_row_at(level, &x, &mut got, Mask::F32(&m), 0.3, 0.7);
             let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&got), bits(&want), "{visible} visible");
             if visible == 0 {
