@@ -100,7 +100,7 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
     let rows = dst.weight_rows();
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
-        let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb) };
+        let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows()) };
         // SAFETY: as above.
         return unsafe { walk_tiles(&PanelTiles::<F> { panel: &panel, r0: rows.start, a }, dst) };
     }

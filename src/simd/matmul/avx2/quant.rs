@@ -199,6 +199,11 @@ pub(crate) struct Panel<F: Avx2Tile> {
     d: Vec<__m256>,
     /// Every block's minimum `m` (Q4_1), as f32.
     m: Vec<f32>,
+    /// Q4_1: every output's `m * s` sum, row by row over the activation rows `a0..` (see
+    /// [`Self::with_min_sums`]).
+    summs: Vec<f32>,
+    a0: usize,
+    na: usize,
     nb: usize,
 }
 
@@ -223,14 +228,69 @@ impl<F: Avx2Tile> Panel<F> {
                 mv.push(m);
             }
         }
-        Panel { prep, d: dv, m: mv, nb }
+        Panel { prep, d: dv, m: mv, summs: Vec::new(), a0: 0, na: 0, nb }
+    }
+
+    /// Q4_1: ggml's `summs = fma(m, s, summs)` over the blocks, for every row of the panel and
+    /// every activation row in `acts`, before the tiles run. In the tile these were a chain of
+    /// dependent FMAs per row (one per block, four cycles each) that the block loop could not
+    /// hide: a sixth of the tile's time. Here eight rows' chains run side by side, eight
+    /// activation rows per vector; each output's chain is the same FMAs in the same order.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C must be available.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) unsafe fn with_min_sums(mut self, a: &ActRows<'_, F::A>, acts: std::ops::Range<usize>) -> Self {
+        if !F::HAS_MIN || self.nb == 0 {
+            return self;
+        }
+        let (nb, n, na) = (self.nb, a.n, acts.len());
+        let rows = self.m.len() / nb;
+        assert!(nb == a.nb && acts.end <= n && a.s.len() >= n * nb);
+        let mut summs = vec![0f32; rows * na];
+        let m = &self.m;
+        let mut j = acts.start;
+        while j + 8 <= acts.end {
+            for r0 in (0..rows).step_by(8) {
+                // rows past the last repeat it (computed, not stored)
+                let at: [usize; 8] = std::array::from_fn(|r| (r0 + r).min(rows - 1) * nb);
+                let mut acc = [_mm256_setzero_ps(); 8];
+                for b in 0..nb {
+                    // SAFETY: b * n + j + 8 <= (nb - 1) * n + n <= s.len() (asserted).
+                    let sv = unsafe { _mm256_loadu_ps(a.s.get_unchecked(b * n + j..b * n + j + 8).as_ptr()) };
+                    for r in 0..8 {
+                        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(m[at[r] + b]), sv, acc[r]);
+                    }
+                }
+                for r in 0..8.min(rows - r0) {
+                    let o = (r0 + r) * na + (j - acts.start);
+                    // SAFETY: o + 8 <= (r0 + r) * na + na: j + 8 <= acts.end.
+                    unsafe { _mm256_storeu_ps(summs[o..o + 8].as_mut_ptr(), acc[r]) };
+                }
+            }
+            j += 8;
+        }
+        for jj in j..acts.end {
+            for r in 0..rows {
+                let mut sum = 0f32;
+                for b in 0..nb {
+                    sum = m[r * nb + b].mul_add(a.s[b * n + jj], sum);
+                }
+                summs[r * na + (jj - acts.start)] = sum;
+            }
+        }
+        self.summs = summs;
+        self.a0 = acts.start;
+        self.na = na;
+        self
     }
 
     /// Panel row `r` (the `r`-th row given to [`Self::new`]).
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_, F> {
         let at = r * self.nb..(r + 1) * self.nb;
-        PanelRow { prep: &self.prep[at.clone()], d: &self.d[at.clone()], m: &self.m[at] }
+        let summs = if self.summs.is_empty() { &[][..] } else { &self.summs[r * self.na..(r + 1) * self.na] };
+        PanelRow { prep: &self.prep[at.clone()], d: &self.d[at.clone()], m: &self.m[at], summs, a0: self.a0 }
     }
 }
 
@@ -239,6 +299,9 @@ pub(crate) struct PanelRow<'p, F: Avx2Tile> {
     prep: &'p [F::Prep],
     d: &'p [__m256],
     m: &'p [f32],
+    /// The row's `m * s` sums against activation rows `a0..` ([`Panel::with_min_sums`]).
+    summs: &'p [f32],
+    a0: usize,
 }
 
 impl<F: Avx2Tile> Clone for PanelRow<'_, F> {
@@ -266,25 +329,16 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     // AVX2/FMA/F16C; with b < nb and c0 + c < n (asserted), (c0 + c) * nb + b and b * n + c0 + c
     // are below n * nb <= the lengths of blocks, d and (Q4_1) s, and b is below every panel row's
     // length.
-    // Q4_1's `m * s` chains in a loop of their own (the same FMAs in the same order per output):
-    // inside the block loop their registers pushed the accumulators onto the stack. First, so
-    // that the chains' latency (one FMA after the other) overlaps the block loop.
+    // Q4_1's `m * s` sums come from the panel ([`Panel::with_min_sums`]).
     let mut summs = [_mm_setzero_ps(); R];
     if F::HAS_MIN {
-        for b in 0..nb {
-            let col = b * a.n + c0;
-            let sv = if C == 4 {
-                // SAFETY: col + 4 <= n * nb, inside s (asserted above).
-                unsafe { _mm_loadu_ps(a.s.get_unchecked(col..col + 4).as_ptr()) }
-            } else {
-                let mut s4 = [0f32; 4];
-                s4[..C].copy_from_slice(unsafe { a.s.get_unchecked(col..col + C) });
-                // SAFETY: s4 is 4 readable f32.
-                unsafe { _mm_loadu_ps(s4.as_ptr()) }
-            };
-            for r in 0..R {
-                summs[r] = _mm_fmadd_ps(_mm_set1_ps(unsafe { *w[r].m.get_unchecked(b) }), sv, summs[r]);
-            }
+        for r in 0..R {
+            assert!(c0 >= w[r].a0 && c0 + C <= w[r].a0 + w[r].summs.len(), "panel without the tile's m * s sums");
+            let at = c0 - w[r].a0;
+            let mut s4 = [0f32; 4];
+            s4[..C].copy_from_slice(&w[r].summs[at..at + C]);
+            // SAFETY: s4 is 4 readable f32.
+            summs[r] = unsafe { _mm_loadu_ps(s4.as_ptr()) };
         }
     }
     // Column-outer inside a block: each activation block is loaded once and used for the R rows
