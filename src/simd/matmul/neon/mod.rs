@@ -178,7 +178,7 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
 unsafe fn quant_rows<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
-        let panel = tile::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb);
+        let panel = tile::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows());
         // SAFETY: passed on from this function's contract.
         return unsafe { walk_tiles(&PanelTiles::<F, DOT> { panel: &panel, r0: rows.start, a }, dst) };
     }

@@ -239,6 +239,15 @@ pub(crate) trait WeightRow<F: NeonTile>: Copy {
     /// # Safety
     /// `b < self.blocks()`.
     unsafe fn min_at(&self, b: usize) -> f32;
+    /// Whether [`Self::min_sums`] holds the Q4_1 sums (a panel's rows): the tile then has no
+    /// summing code at all (a run-time choice in the pair loop cost more instructions than it
+    /// saved).
+    const MIN_SUMS: bool = false;
+    /// Q4_1: the row's `m * s` sums of the block pairs against activation rows `a0..`, computed
+    /// before the tiles ([`Panel::with_min_sums`]).
+    fn min_sums(&self) -> (&[f32], usize) {
+        (&[], 0)
+    }
 }
 
 impl<F: NeonTile> WeightRow<F> for &[F::W] {
@@ -265,6 +274,11 @@ pub(crate) struct Panel<F: NeonTile> {
     q: Vec<[int8x16_t; 2]>,
     /// `[d, m]` of every block.
     dm: Vec<[f32; 2]>,
+    /// Q4_1: every output's `m * s` sum over the block pairs, row by row over the activation
+    /// rows `a0..` ([`Self::with_min_sums`]).
+    summs: Vec<f32>,
+    a0: usize,
+    na: usize,
     nb: usize,
     _format: std::marker::PhantomData<F>,
 }
@@ -284,14 +298,75 @@ impl<F: NeonTile> Panel<F> {
                 dm.push([d, F::min(blk)]);
             }
         }
-        Panel { q, dm, nb, _format: std::marker::PhantomData }
+        Panel { q, dm, summs: Vec::new(), a0: 0, na: 0, nb, _format: std::marker::PhantomData }
+    }
+
+    /// Q4_1: ggml's `summs += m0 * s0 + m1 * s1` (the first product fused) over the block pairs,
+    /// for every row of the panel and every activation row in `acts`, four activation rows per
+    /// vector, before the tiles run: in the tile it was three scalar operations per output and
+    /// pair, about a fifth of the tile's instructions. Each output's operations are the same,
+    /// in the same order (an odd last block stays in the tile's tail, as in ggml).
+    pub(crate) fn with_min_sums(mut self, a: &ActRows<'_, F::A>, acts: std::ops::Range<usize>) -> Self {
+        if !F::HAS_MIN {
+            return self;
+        }
+        let (nb, n, na) = (self.nb, a.n, acts.len());
+        let rows = self.dm.len() / nb;
+        assert!(nb == a.nb && acts.end <= n && a.s.len() >= n * nb);
+        let mut summs = vec![0f32; rows * na];
+        let dm = &self.dm;
+        let pairs_end = nb & !1;
+        let mut j = acts.start;
+        while j + 4 <= acts.end {
+            for r0 in (0..rows).step_by(8) {
+                // rows past the last repeat it (computed, not stored)
+                let at: [usize; 8] = std::array::from_fn(|r| (r0 + r).min(rows - 1) * nb);
+                // SAFETY: NEON is baseline; (b + 1) * n + j + 4 <= nb * n <= s.len() (asserted);
+                // at[r] + b + 1 < rows * nb = dm.len(); the stores are inside summs: r0 + r < rows
+                // and j + 4 <= acts.end.
+                unsafe {
+                    let mut acc = [vdupq_n_f32(0.0); 8];
+                    let mut b = 0;
+                    while b < pairs_end {
+                        let s0 = vld1q_f32(a.s.as_ptr().add(b * n + j));
+                        let s1 = vld1q_f32(a.s.as_ptr().add((b + 1) * n + j));
+                        for r in 0..8 {
+                            let (m0, m1) = (dm.get_unchecked(at[r] + b)[1], dm.get_unchecked(at[r] + b + 1)[1]);
+                            acc[r] = vaddq_f32(acc[r], vfmaq_n_f32(vmulq_n_f32(s1, m1), s0, m0));
+                        }
+                        b += 2;
+                    }
+                    for r in 0..8.min(rows - r0) {
+                        vst1q_f32(summs.as_mut_ptr().add((r0 + r) * na + (j - acts.start)), acc[r]);
+                    }
+                }
+            }
+            j += 4;
+        }
+        for jj in j..acts.end {
+            for r in 0..rows {
+                let mut sum = 0f32;
+                let mut b = 0;
+                while b < pairs_end {
+                    let (m0, m1) = (dm[r * nb + b][1], dm[r * nb + b + 1][1]);
+                    sum += m0.mul_add(a.s[b * n + jj], m1 * a.s[(b + 1) * n + jj]);
+                    b += 2;
+                }
+                summs[r * na + (jj - acts.start)] = sum;
+            }
+        }
+        self.summs = summs;
+        self.a0 = acts.start;
+        self.na = na;
+        self
     }
 
     /// Panel row `r` (the `r`-th row given to [`Self::new`]).
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_> {
         let at = r * self.nb..(r + 1) * self.nb;
-        PanelRow { q: &self.q[at.clone()], dm: &self.dm[at] }
+        let summs = if self.summs.is_empty() { &[][..] } else { &self.summs[r * self.na..(r + 1) * self.na] };
+        PanelRow { q: &self.q[at.clone()], dm: &self.dm[at], summs, a0: self.a0 }
     }
 }
 
@@ -300,6 +375,9 @@ impl<F: NeonTile> Panel<F> {
 pub(crate) struct PanelRow<'p> {
     q: &'p [[int8x16_t; 2]],
     dm: &'p [[f32; 2]],
+    /// The row's `m * s` sums against activation rows `a0..` (empty: none computed).
+    summs: &'p [f32],
+    a0: usize,
 }
 
 impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
@@ -316,6 +394,11 @@ impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
     unsafe fn min_at(&self, b: usize) -> f32 {
         // SAFETY: as prep_at.
         unsafe { self.dm.get_unchecked(b)[1] }
+    }
+    const MIN_SUMS: bool = true;
+    #[inline(always)]
+    fn min_sums(&self) -> (&[f32], usize) {
+        (self.summs, self.a0)
     }
 }
 
@@ -349,6 +432,14 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     // [which block of the pair][r][c]
     let mut acc = [[[vdupq_n_f32(0.0); C]; R]; 2];
     let mut summs = [[0f32; C]; R];
+    // Q4_1 sums of the block pairs already computed for every row (a panel's), or summed below
+    if F::HAS_MIN && W::MIN_SUMS {
+        for r in 0..R {
+            let (v, a0) = w[r].min_sums();
+            assert!(c0 >= a0 && c0 + C <= a0 + v.len(), "panel without the tile's m * s sums");
+            summs[r].copy_from_slice(&v[c0 - a0..c0 - a0 + C]);
+        }
+    }
     let pairs_end = nb & !1;
     let mut b = 0;
     // Per-element bounds checks in this loop were a large part of its instructions (one per
@@ -375,7 +466,7 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
                 }
             }
         }
-        if F::HAS_MIN {
+        if F::HAS_MIN && !W::MIN_SUMS {
             let (sa0, sa1) = (cols(a.s, b), cols(a.s, b + 1));
             for r in 0..R {
                 // SAFETY: b + 1 < nb <= w[r].blocks() (asserted above).
