@@ -256,10 +256,13 @@ impl<F: Avx2Tile> Panel<F> {
                 let at: [usize; 8] = std::array::from_fn(|r| (r0 + r).min(rows - 1) * nb);
                 let mut acc = [_mm256_setzero_ps(); 8];
                 for b in 0..nb {
-                    // SAFETY: b * n + j + 8 <= (nb - 1) * n + n <= s.len() (asserted).
-                    let sv = unsafe { _mm256_loadu_ps(a.s.get_unchecked(b * n + j..b * n + j + 8).as_ptr()) };
-                    for r in 0..8 {
-                        acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(m[at[r] + b]), sv, acc[r]);
+                    // SAFETY: b * n + j + 8 <= (nb - 1) * n + n <= s.len() (asserted), and
+                    // at[r] + b < rows * nb = m.len().
+                    unsafe {
+                        let sv = _mm256_loadu_ps(a.s.as_ptr().add(b * n + j));
+                        for r in 0..8 {
+                            acc[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(m.get_unchecked(at[r] + b)), sv, acc[r]);
+                        }
                     }
                 }
                 for r in 0..8.min(rows - r0) {
