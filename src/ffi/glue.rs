@@ -551,6 +551,7 @@ pub fn compare_graph_backend_test_node<R: Rev>(
 /// 2026: with `num_test_nodes > 0` the whole graph is computed on both backends and the callback
 /// sees each listed node (graph order, a node listed twice twice); stock aborts when none of the
 /// list is in the graph, we return false with a log line.
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // the list is read as the C caller's contract says (see sched_reserve_size)
 pub fn compare_graph_backend_test_nodes<R: Rev>(
     backend1: *mut Backend<R>,
     backend2: *mut Backend<R>,
@@ -573,7 +574,7 @@ pub fn compare_graph_backend_test_nodes<R: Rev>(
         .nodes()
         .iter()
         .enumerate()
-        .flat_map(|(i, &n)| list.iter().filter(move |&&t| t == n as *const _).map(move |_| i))
+        .flat_map(|(i, &n)| list.iter().filter(move |&&t| std::ptr::eq(t, n)).map(move |_| i))
         .collect();
     ensure!(!picked.is_empty(), "none of the {} test nodes is in the graph", num_test_nodes);
     crate::graph::compare_graph_backend(b1, b2, graph, cb, user_data, &picked)
@@ -610,6 +611,9 @@ pub fn tensor_get_2d_async<R: Rev>(backend: *mut Backend<R>, tensor: *const Tens
 
 // ---------------------------------------------------------------- scheduler additions (2026)
 
+// `sizes` is written through as the C caller's contract says, like every pointer this module is
+// handed (the exports are the unsafe boundary; these functions check what can be checked).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn sched_reserve_size<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>, sizes: *mut usize) -> Result<()> {
     let s = sched_mut(sched)?;
     ensure!(!sizes.is_null(), "sizes is NULL");

@@ -196,7 +196,7 @@ impl Spin {
 
     fn more(&mut self) -> bool {
         self.n = self.n.wrapping_add(1);
-        if self.n % 64 == 0 {
+        if self.n.is_multiple_of(64) {
             let t = *self.start.get_or_insert_with(Instant::now);
             if t.elapsed() >= self.budget {
                 self.start = None;

@@ -222,7 +222,7 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
     // loop, which GCC compiles with rounded products (mul, mul, addsub). NeoX mode is fused both
     // ways. Matching that keeps in-place ROPE bit-identical to the host too.
     // The 2026 revision's rotate_pairs is vectorized in place as well (`fused_in_place`).
-    let contract = !(in_place && !neox && !p.fused_in_place && cfg!(target_arch = "x86_64"));
+    let contract = !in_place || neox || p.fused_in_place || !cfg!(target_arch = "x86_64");
     let Some(table) = table(s, p, ne0, &pos, freq_factors.as_ref(), a.ne[2]) else { return false };
     for_rows(s, n_tasks, dst.nelements(), |t| {
         let (i2, i3) = (t % a.ne[2], t / a.ne[2]);
