@@ -77,6 +77,7 @@ fn compute_node<R: Rev>(s: &Session, t: &Tensor<R>) -> Result<bool> {
 pub fn compute_graph<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -> Result<Status> {
     let status = compute_nodes(s, g, abort);
     super::ops::mul_mat::trim_thread_buffers();
+    super::ops::rope::forget_tables();
     status
 }
 

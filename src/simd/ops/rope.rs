@@ -278,11 +278,19 @@ struct TableKey {
 /// Tables of recent ROPE nodes. A model ropes Q and K of every layer with the same positions
 /// and parameters (60 nodes per SmolLM2 graph), and each table is 32 libm cos and sin per
 /// position: computed per node they were most of ROPE's time (ggml-cpu computes them per row).
-/// A few entries, so that two models computing in one process do not evict each other.
+/// A few entries, so that two models computing in one process do not evict each other; emptied
+/// when a graph ends ([`forget_tables`]): the next graph's positions differ (the next token,
+/// the next ubatch), and an app should not keep a long prompt's table after it.
 static TABLES: parking_lot::Mutex<Vec<Arc<Table>>> = parking_lot::const_mutex(Vec::new());
 const TABLES_KEPT: usize = 4;
-/// Larger tables (long contexts) are computed per node and not kept.
-const TABLE_KEEP_BYTES: usize = 8 << 20;
+/// Larger tables (contexts of hundreds of thousands of positions) are computed per node.
+const TABLE_KEEP_BYTES: usize = 64 << 20;
+
+/// Drops the kept tables (at the end of every graph; a graph computing at the same time on
+/// another backend recomputes its table at its next ROPE node, with the same values).
+pub fn forget_tables() {
+    TABLES.lock().clear();
+}
 
 /// The table of `n_pos` positions read from `pos`, from [`TABLES`] when an earlier node made the
 /// same one; `None` if computing it failed (a worker panicked).
