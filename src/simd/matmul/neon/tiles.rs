@@ -304,8 +304,8 @@ impl<F: NeonTile> Panel<F> {
     /// Q4_1: ggml's `summs += m0 * s0 + m1 * s1` (the first product fused) over the block pairs,
     /// for every row of the panel and every activation row in `acts`, four activation rows per
     /// vector, before the tiles run: in the tile it was three scalar operations per output and
-    /// pair, about a fifth of the tile's instructions. Each output's operations are the same,
-    /// in the same order (an odd last block stays in the tile's tail, as in ggml).
+    /// pair (7 % of the Q4_1 prompt products' instructions, counted). Each output's operations
+    /// are the same, in the same order (an odd last block stays in the tile's tail, as in ggml).
     pub(crate) fn with_min_sums(mut self, a: &ActRows<'_, F::A>, acts: std::ops::Range<usize>) -> Self {
         if !F::HAS_MIN {
             return self;
