@@ -25,6 +25,56 @@ impl<A> ActRows<'_, A> {
     }
 }
 
+/// Q4_1's `m * s` sums of every output of a quantized panel (weight rows of a chunk × its
+/// activation rows `a0..a0 + na`), computed before the tiles run by each level's
+/// `Panel::with_min_sums`; the bookkeeping both levels share.
+#[derive(Default)]
+pub(crate) struct MinSums {
+    values: Vec<f32>,
+    a0: usize,
+    na: usize,
+}
+
+impl MinSums {
+    /// Zeros for `rows` weight rows against the activation rows `acts`.
+    pub(crate) fn new(rows: usize, acts: std::ops::Range<usize>) -> Self {
+        MinSums { values: vec![0f32; rows * acts.len()], a0: acts.start, na: acts.len() }
+    }
+
+    /// Index of output (weight row `r`, activation row `j`) in [`Self::values_mut`].
+    pub(crate) fn at(&self, r: usize, j: usize) -> usize {
+        debug_assert!(j >= self.a0 && j < self.a0 + self.na);
+        r * self.na + (j - self.a0)
+    }
+
+    pub(crate) fn values_mut(&mut self) -> &mut [f32] {
+        &mut self.values
+    }
+
+    /// Weight row `r`'s sums (empty when none were computed).
+    pub(crate) fn row(&self, r: usize) -> MinSumsRow<'_> {
+        MinSumsRow { values: &self.values[r * self.na..(r + 1) * self.na], a0: self.a0 }
+    }
+}
+
+/// One weight row of [`MinSums`].
+#[derive(Clone, Copy)]
+pub(crate) struct MinSumsRow<'a> {
+    values: &'a [f32],
+    a0: usize,
+}
+
+impl MinSumsRow<'_> {
+    /// The sums of activation rows `c0..c0 + C` (checked: a tile outside the panel's activation
+    /// rows, or a panel built without its sums, panics instead of adding nothing).
+    #[inline(always)]
+    pub(crate) fn cols<const C: usize>(&self, c0: usize) -> [f32; C] {
+        assert!(c0 >= self.a0 && c0 + C <= self.a0 + self.values.len(), "panel without the tile's m * s sums");
+        let v = &self.values[c0 - self.a0..][..C];
+        std::array::from_fn(|c| v[c])
+    }
+}
+
 /// How a caller runs `f(j)` for every row `j < n` (possibly in parallel, see
 /// [`QuantizedActs::prepare_par`]).
 pub type ParRows<'a> = &'a dyn Fn(usize, &(dyn Fn(usize) + Sync));

@@ -253,13 +253,13 @@ pub fn rope(s: &Session, dst: Raw, a: Raw, pos: Raw, freq_factors: Option<Raw>, 
 /// them (libm's cos and sin of the YaRN angle, times its scale).
 struct Table {
     key: TableKey,
-    ne0: usize,
     values: Vec<f32>,
 }
 
 impl Table {
     fn row(&self, i: usize) -> &[f32] {
-        &self.values[i * self.ne0..(i + 1) * self.ne0]
+        let ne0 = self.key.ne0;
+        &self.values[i * ne0..(i + 1) * ne0]
     }
 }
 
@@ -326,7 +326,7 @@ fn table(s: &Session, p: &RopeParams, ne0: usize, pos: &Raw, freq_factors: Optio
     if !ok {
         return None;
     }
-    let table = Arc::new(Table { key, ne0, values });
+    let table = Arc::new(Table { key, values });
     if table.values.len() * 4 <= TABLE_KEEP_BYTES {
         let mut kept = TABLES.lock();
         if kept.len() >= TABLES_KEPT {

@@ -102,6 +102,7 @@ fn half(h: u16) -> f32 {
 }
 
 pub(crate) use super::super::ActRows;
+use super::super::acts::{MinSums, MinSumsRow};
 
 /// How far ahead of the block being multiplied a matrix-vector product prefetches its weights, in
 /// bytes: decoding streams the weights from DRAM, and 24 blocks ahead (~0.5 KiB) left one core
@@ -199,11 +200,8 @@ pub(crate) struct Panel<F: Avx2Tile> {
     d: Vec<__m256>,
     /// Every block's minimum `m` (Q4_1), as f32.
     m: Vec<f32>,
-    /// Q4_1: every output's `m * s` sum, row by row over the activation rows `a0..` (see
-    /// [`Self::with_min_sums`]).
-    summs: Vec<f32>,
-    a0: usize,
-    na: usize,
+    /// Q4_1: every output's `m * s` sum ([`Self::with_min_sums`]).
+    summs: MinSums,
     nb: usize,
 }
 
@@ -228,7 +226,7 @@ impl<F: Avx2Tile> Panel<F> {
                 mv.push(m);
             }
         }
-        Panel { prep, d: dv, m: mv, summs: Vec::new(), a0: 0, na: 0, nb }
+        Panel { prep, d: dv, m: mv, summs: MinSums::default(), nb }
     }
 
     /// Q4_1: ggml's `summs = fma(m, s, summs)` over the blocks, for every row of the panel and
@@ -244,10 +242,10 @@ impl<F: Avx2Tile> Panel<F> {
         if !F::HAS_MIN || self.nb == 0 {
             return self;
         }
-        let (nb, n, na) = (self.nb, a.n, acts.len());
+        let (nb, n) = (self.nb, a.n);
         let rows = self.m.len() / nb;
         assert!(nb == a.nb && acts.end <= n && a.s.len() >= n * nb);
-        let mut summs = vec![0f32; rows * na];
+        let mut sums = MinSums::new(rows, acts.clone());
         let m = &self.m;
         let mut j = acts.start;
         while j + 8 <= acts.end {
@@ -266,9 +264,9 @@ impl<F: Avx2Tile> Panel<F> {
                     }
                 }
                 for r in 0..8.min(rows - r0) {
-                    let o = (r0 + r) * na + (j - acts.start);
-                    // SAFETY: o + 8 <= (r0 + r) * na + na: j + 8 <= acts.end.
-                    unsafe { _mm256_storeu_ps(summs[o..o + 8].as_mut_ptr(), acc[r]) };
+                    let o = sums.at(r0 + r, j);
+                    // SAFETY: the slice holds 8 floats (outputs j..j + 8 of row r0 + r).
+                    unsafe { _mm256_storeu_ps(sums.values_mut()[o..o + 8].as_mut_ptr(), acc[r]) };
                 }
             }
             j += 8;
@@ -279,12 +277,11 @@ impl<F: Avx2Tile> Panel<F> {
                 for b in 0..nb {
                     sum = m[r * nb + b].mul_add(a.s[b * n + jj], sum);
                 }
-                summs[r * na + (jj - acts.start)] = sum;
+                let o = sums.at(r, jj);
+                sums.values_mut()[o] = sum;
             }
         }
-        self.summs = summs;
-        self.a0 = acts.start;
-        self.na = na;
+        self.summs = sums;
         self
     }
 
@@ -292,8 +289,7 @@ impl<F: Avx2Tile> Panel<F> {
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_, F> {
         let at = r * self.nb..(r + 1) * self.nb;
-        let summs = if self.summs.is_empty() { &[][..] } else { &self.summs[r * self.na..(r + 1) * self.na] };
-        PanelRow { prep: &self.prep[at.clone()], d: &self.d[at.clone()], m: &self.m[at], summs, a0: self.a0 }
+        PanelRow { prep: &self.prep[at.clone()], d: &self.d[at.clone()], m: &self.m[at], summs: self.summs.row(r) }
     }
 }
 
@@ -302,9 +298,8 @@ pub(crate) struct PanelRow<'p, F: Avx2Tile> {
     prep: &'p [F::Prep],
     d: &'p [__m256],
     m: &'p [f32],
-    /// The row's `m * s` sums against activation rows `a0..` ([`Panel::with_min_sums`]).
-    summs: &'p [f32],
-    a0: usize,
+    /// The row's `m * s` sums ([`Panel::with_min_sums`]).
+    summs: MinSumsRow<'p>,
 }
 
 impl<F: Avx2Tile> Clone for PanelRow<'_, F> {
@@ -336,10 +331,8 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     let mut summs = [_mm_setzero_ps(); R];
     if F::HAS_MIN {
         for r in 0..R {
-            assert!(c0 >= w[r].a0 && c0 + C <= w[r].a0 + w[r].summs.len(), "panel without the tile's m * s sums");
-            let at = c0 - w[r].a0;
             let mut s4 = [0f32; 4];
-            s4[..C].copy_from_slice(&w[r].summs[at..at + C]);
+            s4[..C].copy_from_slice(&w[r].summs.cols::<C>(c0));
             // SAFETY: s4 is 4 readable f32.
             summs[r] = unsafe { _mm_loadu_ps(s4.as_ptr()) };
         }

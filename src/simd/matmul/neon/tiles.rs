@@ -54,6 +54,7 @@
 // and column numbers; iterator chains over them would hide which output each FMA feeds.
 #![allow(clippy::needless_range_loop)]
 
+use super::super::acts::{MinSums, MinSumsRow};
 use super::super::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::f16::neon::widen4;
@@ -243,10 +244,10 @@ pub(crate) trait WeightRow<F: NeonTile>: Copy {
     /// summing code at all (a run-time choice in the pair loop cost more instructions than it
     /// saved).
     const MIN_SUMS: bool = false;
-    /// Q4_1: the row's `m * s` sums of the block pairs against activation rows `a0..`, computed
-    /// before the tiles ([`Panel::with_min_sums`]).
-    fn min_sums(&self) -> (&[f32], usize) {
-        (&[], 0)
+    /// Q4_1: the row's `m * s` sums of the block pairs, computed before the tiles
+    /// ([`Panel::with_min_sums`]); only read when [`Self::MIN_SUMS`].
+    fn min_sums(&self) -> Option<MinSumsRow<'_>> {
+        None
     }
 }
 
@@ -274,11 +275,8 @@ pub(crate) struct Panel<F: NeonTile> {
     q: Vec<[int8x16_t; 2]>,
     /// `[d, m]` of every block.
     dm: Vec<[f32; 2]>,
-    /// Q4_1: every output's `m * s` sum over the block pairs, row by row over the activation
-    /// rows `a0..` ([`Self::with_min_sums`]).
-    summs: Vec<f32>,
-    a0: usize,
-    na: usize,
+    /// Q4_1: every output's `m * s` sum over the block pairs ([`Self::with_min_sums`]).
+    summs: MinSums,
     nb: usize,
     _format: std::marker::PhantomData<F>,
 }
@@ -298,7 +296,7 @@ impl<F: NeonTile> Panel<F> {
                 dm.push([d, F::min(blk)]);
             }
         }
-        Panel { q, dm, summs: Vec::new(), a0: 0, na: 0, nb, _format: std::marker::PhantomData }
+        Panel { q, dm, summs: MinSums::default(), nb, _format: std::marker::PhantomData }
     }
 
     /// Q4_1: ggml's `summs += m0 * s0 + m1 * s1` (the first product fused) over the block pairs,
@@ -310,10 +308,10 @@ impl<F: NeonTile> Panel<F> {
         if !F::HAS_MIN {
             return self;
         }
-        let (nb, n, na) = (self.nb, a.n, acts.len());
+        let (nb, n) = (self.nb, a.n);
         let rows = self.dm.len() / nb;
         assert!(nb == a.nb && acts.end <= n && a.s.len() >= n * nb);
-        let mut summs = vec![0f32; rows * na];
+        let mut sums = MinSums::new(rows, acts.clone());
         let dm = &self.dm;
         let pairs_end = nb & !1;
         let mut j = acts.start;
@@ -337,7 +335,8 @@ impl<F: NeonTile> Panel<F> {
                         b += 2;
                     }
                     for r in 0..8.min(rows - r0) {
-                        vst1q_f32(summs.as_mut_ptr().add((r0 + r) * na + (j - acts.start)), acc[r]);
+                        let o = sums.at(r0 + r, j);
+                        vst1q_f32(sums.values_mut()[o..o + 4].as_mut_ptr(), acc[r]);
                     }
                 }
             }
@@ -352,12 +351,11 @@ impl<F: NeonTile> Panel<F> {
                     sum += m0.mul_add(a.s[b * n + jj], m1 * a.s[(b + 1) * n + jj]);
                     b += 2;
                 }
-                summs[r * na + (jj - acts.start)] = sum;
+                let o = sums.at(r, jj);
+                sums.values_mut()[o] = sum;
             }
         }
-        self.summs = summs;
-        self.a0 = acts.start;
-        self.na = na;
+        self.summs = sums;
         self
     }
 
@@ -365,8 +363,7 @@ impl<F: NeonTile> Panel<F> {
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_> {
         let at = r * self.nb..(r + 1) * self.nb;
-        let summs = if self.summs.is_empty() { &[][..] } else { &self.summs[r * self.na..(r + 1) * self.na] };
-        PanelRow { q: &self.q[at.clone()], dm: &self.dm[at], summs, a0: self.a0 }
+        PanelRow { q: &self.q[at.clone()], dm: &self.dm[at], summs: self.summs.row(r) }
     }
 }
 
@@ -375,9 +372,8 @@ impl<F: NeonTile> Panel<F> {
 pub(crate) struct PanelRow<'p> {
     q: &'p [[int8x16_t; 2]],
     dm: &'p [[f32; 2]],
-    /// The row's `m * s` sums against activation rows `a0..` (empty: none computed).
-    summs: &'p [f32],
-    a0: usize,
+    /// The row's `m * s` sums ([`Panel::with_min_sums`]).
+    summs: MinSumsRow<'p>,
 }
 
 impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
@@ -397,8 +393,8 @@ impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
     }
     const MIN_SUMS: bool = true;
     #[inline(always)]
-    fn min_sums(&self) -> (&[f32], usize) {
-        (self.summs, self.a0)
+    fn min_sums(&self) -> Option<MinSumsRow<'_>> {
+        Some(self.summs)
     }
 }
 
@@ -435,9 +431,7 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     // Q4_1 sums of the block pairs already computed for every row (a panel's), or summed below
     if F::HAS_MIN && W::MIN_SUMS {
         for r in 0..R {
-            let (v, a0) = w[r].min_sums();
-            assert!(c0 >= a0 && c0 + C <= a0 + v.len(), "panel without the tile's m * s sums");
-            summs[r].copy_from_slice(&v[c0 - a0..c0 - a0 + C]);
+            summs[r] = w[r].min_sums().expect("MIN_SUMS rows carry their sums").cols::<C>(c0);
         }
     }
     let pairs_end = nb & !1;
