@@ -57,7 +57,7 @@ unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w>(w: impl Fn(usize) ->
 }
 
 /// Weight rows per [`quant::Panel`]: 16 rows of up to 48 blocks unpack to 48 KiB.
-const PANEL_ROWS: usize = 16;
+const PANEL_ROWS: usize = quant::MAX_ROWS;
 /// Row pairs x activation columns of one 512-bit register tile.
 const WIDE_P: usize = 2;
 const WIDE_C: usize = 4;
