@@ -61,10 +61,12 @@ pub(crate) unsafe trait Avx512Tile: Avx2Tile {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 fn nibble_pair(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
+    // [q0, q0, q1, q1] as two broadcasting loads, the second merged into the high half (one
+    // ALU instruction, where an insert and a lane shuffle took two, both on the shuffle port);
+    // the second copy of each row is then shifted down a nibble (its high nibbles)
     // SAFETY: q0 and q1 are 16 readable bytes each; loadu has no alignment requirement.
-    let x = unsafe { _mm256_set_m128i(_mm_loadu_si128(q1.as_ptr() as *const __m128i), _mm_loadu_si128(q0.as_ptr() as *const __m128i)) };
-    // [q0, q0, q1, q1]: the second copy of each row shifted down a nibble (its high nibbles)
-    let v = _mm512_shuffle_i64x2::<0b01_01_00_00>(_mm512_castsi256_si512(x), _mm512_castsi256_si512(x));
+    let (x0, x1) = unsafe { (_mm_loadu_si128(q0.as_ptr() as *const __m128i), _mm_loadu_si128(q1.as_ptr() as *const __m128i)) };
+    let v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1);
     let v = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
     _mm512_and_si512(v, _mm512_set1_epi8(0x0F))
 }
