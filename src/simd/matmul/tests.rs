@@ -161,13 +161,13 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
         .collect();
     let h = |x: u16| fp16_to_fp32(x) as f64;
     let mut out = Vec::with_capacity(n * tw.rows);
-    for j in 0..n {
+    for (j, rounded) in rounded.iter().enumerate() {
         for i in 0..tw.rows {
             let (mut v, mut m) = (0f64, 0f64);
             match tw.wtype {
                 WType::F32 | WType::F16 => {
                     let wr = &tw.deq[i * tw.k..(i + 1) * tw.k];
-                    let ar = if f16_acts { &rounded[j][..] } else { a.row(j) };
+                    let ar = if f16_acts { &rounded[..] } else { a.row(j) };
                     for (&x, &y) in wr.iter().zip(ar) {
                         v += x as f64 * y as f64;
                         m += (x as f64 * y as f64).abs();
