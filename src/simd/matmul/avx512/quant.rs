@@ -296,6 +296,8 @@ impl Panel {
             // SAFETY: features by this function's contract; rows 0..MAX_ROWS exist.
             unsafe { self.min_sums::<MAX_ROWS>(0, &a.s[..nb * n]) };
         } else {
+            // a product's ragged last panel (rows % 16): its rows one chain at a time, so the
+            // side-by-side chains stay a fixed count of registers
             for r in 0..rows {
                 // SAFETY: as above, row r exists.
                 unsafe { self.min_sums::<1>(r, &a.s[..nb * n]) };
@@ -481,6 +483,7 @@ pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &Ac
 mod tests {
     use super::*;
     use crate::simd::cpu_features::{available_levels, SimdLevel};
+    use crate::simd::quant::test_util::Lcg;
 
     /// The sixteen reductions at once give each half's `hsum_float_8` bits, on sums whose
     /// order shows (large values that cancel, signed zeros, tiny values next to large ones).
@@ -489,11 +492,9 @@ mod tests {
         if !available_levels().contains(&SimdLevel::Avx512) {
             return;
         }
-        let mut x = 0x9E37_79B9u32;
+        let mut rng = Lcg::new(0x9E37_79B9);
         let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+            let x = rng.next_u32();
             match x % 7 {
                 0 => 3.0e7,
                 1 => -3.0e7,
