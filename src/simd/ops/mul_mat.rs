@@ -123,6 +123,26 @@ fn batch_blocks(w: WType, k: usize, m: usize, n: usize, batches: usize, threads:
     (parts, want.clamp(1, (n / 32).max(1)))
 }
 
+/// Query heads computed as one product at decode time: grouped-query attention gives `r2` query
+/// heads one K (or V) matrix, and with one query row per head (`n = 1`) each head's product
+/// converted and walked that matrix on its own: SmolLM2's KQ read every F16 K row three times,
+/// and nine one-row products paid nine times the fixed costs. As one product of `r2` activation
+/// rows, each weight row is loaded once for the group (every output keeps ggml's arithmetic).
+/// 1 (no grouping) unless `n = 1`, `r2 > 1`, the exact dot-product path applies to `r2` rows and
+/// the heads' strides can serve as row strides.
+fn query_group(w: WType, a: Raw, b: Raw, d: Raw) -> usize {
+    let r2 = b.ne[2] / a.ne[2];
+    let elem_b = if b.ty == F16 { 2 } else { 4 };
+    let ok = b.ne[1] == 1
+        && r2 > 1
+        && !matmul::use_gemm(w, r2)
+        && b.nb[2].is_multiple_of(elem_b)
+        && b.nb[2] / elem_b >= b.ne[0]
+        && d.nb[2].is_multiple_of(4)
+        && d.nb[2] / 4 >= d.ne[0];
+    if ok { r2 } else { 1 }
+}
+
 pub fn compute(s: &Session, n: &Node) -> bool {
     mul_mat(s, n.dst, n.src(0), n.src(1))
 }
@@ -131,24 +151,30 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let w = WType::from_ggml(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
-    let batches: Vec<(usize, usize)> = (0..b.ne[3]).flat_map(|i3| (0..b.ne[2]).map(move |i2| (i2, i3))).collect();
+    let group = query_group(w, a, b, d);
+    // one product per weight matrix and group of `group` heads (`group` is 1 unless decoding
+    // with grouped-query attention), with `rows_per` activation rows each
+    let batches: Vec<(usize, usize)> = (0..b.ne[3]).flat_map(|i3| (0..b.ne[2]).step_by(group).map(move |i2| (i2, i3))).collect();
     if m == 0 || n == 0 || batches.is_empty() {
         return true;
     }
+    let rows_per = n * group;
 
     // activations as f32 rows: read in place when they already are, else converted once. On the
     // sgemm path they are also rounded the way ggml-cpu's dot products see them (Q8_0 / Q8_1
     // round trip for quantized weights, F16 for F16 weights), so that both backends multiply the
     // same numbers and differ only in summation order.
-    let round = matmul::use_gemm(w, n) && w != WType::F32;
+    let round = matmul::use_gemm(w, rows_per) && w != WType::F32;
     let direct = b.ty == F32 && b.nb[1].is_multiple_of(4) && !round;
-    let mut converted: Vec<f32> = if direct { Vec::new() } else { vec![0f32; batches.len() * n * k] };
+    let mut converted: Vec<f32> = if direct { Vec::new() } else { vec![0f32; batches.len() * rows_per * k] };
     if !direct {
         // rows are converted (and rounded) in parallel, each row by one thread
         let rows: Vec<Mutex<&mut [f32]>> = converted.chunks_exact_mut(k).map(Mutex::new).collect();
         let ok = super::for_rows(s, rows.len(), rows.len() * k, |r| {
-            let (bi, j) = (r / n, r % n);
+            // row j of product bi: row j % n of head i2 + j / n
+            let (bi, jr) = (r / rows_per, r % rows_per);
             let (i2, i3) = batches[bi];
+            let (i2, j) = (i2 + jr / n, jr % n);
             let mut dst = rows[r].lock();
             match b.ty {
                 F32 if b.nb[0] == 4 => dst.copy_from_slice(b.f32_at(b.offset(0, j, i2, i3), k)),
@@ -176,10 +202,10 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let acts_of = |bi: usize| -> Acts<'_> {
         let (i2, i3) = batches[bi];
         if direct {
-            let stride = b.nb[1] / 4;
-            Acts::new(b.f32_at(b.offset(0, 0, i2, i3), (n - 1) * stride + k), k, n, stride)
+            let stride = if group > 1 { b.nb[2] / 4 } else { b.nb[1] / 4 };
+            Acts::new(b.f32_at(b.offset(0, 0, i2, i3), (rows_per - 1) * stride + k), k, rows_per, stride)
         } else {
-            Acts::new(&converted[bi * n * k..(bi + 1) * n * k], k, n, k)
+            Acts::new(&converted[bi * rows_per * k..(bi + 1) * rows_per * k], k, rows_per, k)
         }
     };
     let weights_of = |bi: usize| -> Weights<'_> {
@@ -193,7 +219,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let prepared = std::cell::Cell::new(true);
     // (buffers kept per thread between calls: a decode step runs hundreds of products)
     let mut quantized: Vec<QuantizedActs> = PREPARED.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    if matmul::needs_quantized_acts(w, n) {
+    if matmul::needs_quantized_acts(w, rows_per) {
         quantized.resize_with(quantized.len().max(batches.len()), QuantizedActs::new);
         for (bi, q) in quantized.iter_mut().enumerate().take(batches.len()) {
             q.prepare_par(simd_level(), w, &acts_of(bi), &|rows, f| {
@@ -212,8 +238,8 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // Every batch's output cut into chunks of weight rows that threads take in turn: a thread
     // delayed by the OS (phones, shared machines) then costs only its current chunk, not a
     // fixed share of the node (ggml-cpu balances its threads the same way).
-    let stride = d.nb[1] / 4;
-    let gemm = matmul::use_gemm(w, n);
+    let stride = if group > 1 { d.nb[2] / 4 } else { d.nb[1] / 4 };
+    let gemm = matmul::use_gemm(w, rows_per);
     // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
     // counter), so chunks are large (up to 256 rows), but never fewer than four per thread while
     // they can stay 32 rows or more: with one chunk of 256 rows per thread a 192-row product (K
@@ -237,8 +263,8 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         .iter()
         .enumerate()
         .flat_map(|(bi, &(i2, i3))| {
-            let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (n - 1) * stride + m);
-            DstView::new(full, n, m, stride)
+            let full = d.f32_at_mut(d.offset(0, 0, i2, i3), (rows_per - 1) * stride + m);
+            DstView::new(full, rows_per, m, stride)
                 .split_acts_even(act_parts, ACT_MULTIPLE)
                 .into_iter()
                 .flat_map(move |v| v.split_even(parts, multiple))
@@ -265,7 +291,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // a product this small (decode's per-head KQ / KQV at short contexts) takes less time than
     // waking the other threads and waiting for the slowest: compute it here, chunk by chunk as
     // the pool would (each output's arithmetic does not depend on which thread computes it)
-    let ok = if batches.len() * m * n * k < SERIAL_MACS {
+    let ok = if batches.len() * m * rows_per * k < SERIAL_MACS {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok()
     } else {
         s.run(&work)
@@ -278,6 +304,77 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::simd::pool::Pool;
+    use crate::simd::quant::{f16::fp32_to_fp16, q8_0, type_id, BlockQ8_0};
+
+    fn raw(data: &mut [u8], ty: i32, elem: usize, block: usize, ne: [usize; 3]) -> Raw {
+        let row = ne[0] / block * elem;
+        assert!(data.len() >= row * ne[1] * ne[2]);
+        Raw { data: data.as_mut_ptr(), ne: [ne[0], ne[1], ne[2], 1], nb: [elem, row, row * ne[1], row * ne[1] * ne[2]], ty }
+    }
+
+    /// Weights of type `ty`, `kvh` matrices of `m` rows of `k`, as bytes.
+    fn weight_bytes(ty: i32, k: usize, m: usize, kvh: usize) -> Vec<u8> {
+        let x: Vec<f32> = (0..k * m * kvh).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
+        match ty {
+            type_id::F32 => x.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            type_id::F16 => x.iter().flat_map(|&v| fp32_to_fp16(v).to_le_bytes()).collect(),
+            _ => {
+                let mut blocks = vec![BlockQ8_0::default(); x.len() / 32];
+                q8_0::quantize_row(&x, &mut blocks);
+                // SAFETY: BlockQ8_0 is plain bytes (repr(C), no padding: ggml's block layout).
+                unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, std::mem::size_of_val(&blocks[..])) }.to_vec()
+            }
+        }
+    }
+
+    /// Decoding with grouped query heads: the `r2` heads of a K/V matrix computed as one
+    /// product give each head's own product's bits (F16 and F32 caches with and without
+    /// leftovers past 32, a Q8_0 cache, groups of 2 to 5 heads, 1 and 2 threads).
+    #[test]
+    fn grouped_query_heads_equal_one_product_per_head() {
+        let cases = [(type_id::F16, 64), (type_id::F16, 72), (type_id::F16, 448), (type_id::F32, 40), (type_id::Q8_0, 96)];
+        for (ty, k) in cases {
+            // bytes per block of `block` values
+            let (elem, block) = match ty {
+                type_id::F32 => (4, 1),
+                type_id::F16 => (2, 1),
+                _ => (std::mem::size_of::<BlockQ8_0>(), 32),
+            };
+            for (r2, kvh) in [(2usize, 3usize), (3, 3), (4, 2), (5, 1)] {
+                for m in [13usize, 64] {
+                    let qh = r2 * kvh;
+                    let mut w = weight_bytes(ty, k, m, kvh);
+                    // the query as llama.cpp permutes it: heads `hs` apart (padded here), the
+                    // token stride across all heads
+                    let hs = k + 8;
+                    let mut x: Vec<f32> = (0..hs * qh).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect();
+                    let xb = x.as_mut_ptr() as *mut u8;
+                    let b = Raw { data: xb, ne: [k, 1, qh, 1], nb: [4, 4 * hs * qh, 4 * hs, 4 * hs * qh], ty: F32 };
+                    let a = raw(&mut w, ty, elem, block, [k, m, kvh]);
+                    for threads in [1, 2] {
+                        let pool = Pool::new(threads);
+                        let s = pool.session();
+                        let mut grouped = vec![f32::NAN; m * qh];
+                        let d = Raw { data: grouped.as_mut_ptr() as *mut u8, ne: [m, 1, qh, 1], nb: [4, 4 * m, 4 * m, 4 * m * qh], ty: F32 };
+                        assert_eq!(query_group(WType::from_ggml(ty).unwrap(), a, b, d), r2);
+                        assert!(mul_mat(&s, d, a, b));
+                        let mut each = vec![f32::NAN; m * qh];
+                        for h in 0..qh {
+                            let ah = Raw { data: a.data.wrapping_add(h / r2 * a.nb[2]), ne: [k, m, 1, 1], ..a };
+                            let bh = Raw { data: xb.wrapping_add(h * 4 * hs), ne: [k, 1, 1, 1], ..b };
+                            let dh = Raw { data: (each.as_mut_ptr() as *mut u8).wrapping_add(h * 4 * m), ne: [m, 1, 1, 1], ..d };
+                            assert!(mul_mat(&s, dh, ah, bh));
+                        }
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&grouped), bits(&each), "type {ty} k={k} r2={r2} kvh={kvh} m={m} threads={threads}");
+                        assert!(grouped.iter().all(|v| v.is_finite()));
+                    }
+                }
+            }
+        }
+    }
 
     /// A graph's large converted activations are given back when it ends; a decode step's stay.
     #[test]
@@ -295,5 +392,42 @@ mod tests {
         prepare(1500, 1500);
         assert_eq!(trim_thread_buffers(), 0);
         assert!(PREPARED.with(|p| p.borrow().is_empty()));
+    }
+}
+
+/// Decode attention's products at a 448-token context (SmolLM2: 9 query heads on 3 KV heads of
+/// 64): KQ (F16 K rows of 64 against one query row per head) and KQV (F16 V^T rows of 448
+/// against one softmax row per head), timed per node on a 1- and a 2-thread pool.
+/// `cargo test --release --lib bench_decode_attention -- --ignored --nocapture`
+#[cfg(test)]
+#[test]
+#[ignore]
+fn bench_decode_attention() {
+    use crate::simd::pool::Pool;
+    use crate::simd::quant::f16::fp32_to_fp16;
+    let (dh, l, kvh, qh) = (64usize, 448usize, 3usize, 9usize);
+    let f16s = |n: usize| -> Vec<u16> { (0..n).map(|i| fp32_to_fp16(((i * 37 % 101) as f32 - 50.0) / 64.0)).collect() };
+    let f32s = |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect() };
+    let raw16 = |v: &mut Vec<u16>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [2, 2 * ne[0], 2 * ne[0] * ne[1], 2 * ne[0] * ne[1] * ne[2]], ty: F16 };
+    let raw32 = |v: &mut Vec<f32>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]], ty: F32 };
+    for threads in [1, 2] {
+        let pool = Pool::new(threads);
+        let s = pool.session();
+        for (name, k, m) in [("KQ ", dh, l), ("KQV", l, dh)] {
+            let mut w = f16s(k * m * kvh);
+            let mut x = f32s(k * qh);
+            let mut out = vec![0f32; m * qh];
+            let (a, b, d) = (raw16(&mut w, [k, m, kvh]), raw32(&mut x, [k, 1, qh]), raw32(&mut out, [m, 1, qh]));
+            for _ in 0..200 {
+                assert!(mul_mat(&s, d, a, b));
+            }
+            let iters = 4000;
+            let t = std::time::Instant::now();
+            for _ in 0..iters {
+                mul_mat(&s, d, a, b);
+            }
+            let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+            println!("{name} {threads} thread(s): {us:.2} us per node ({:.1} MMAC/s)", (k * m * qh) as f64 / us);
+        }
     }
 }

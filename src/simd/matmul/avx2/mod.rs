@@ -94,10 +94,31 @@ impl<'p, F: Avx2Tile> Tiles for PanelTiles<'p, '_, F> {
     }
 }
 
+/// Rows handed to [`quant::matvec`] at a time (bounds the row-slice array on the stack).
+const MATVEC_ROWS: usize = 64;
+/// Rows per pass of [`quant::matvec`]: one activation block serves them all.
+const MATVEC_PASS: usize = 4;
+
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
+    if dst.is_single_act() && !rows.is_empty() {
+        let out = dst.row_mut(0);
+        let mut wr: [&[F::W]; MATVEC_ROWS] = [&[]; MATVEC_ROWS];
+        let mut i = rows.start;
+        while i < rows.end {
+            let m = (rows.end - i).min(MATVEC_ROWS);
+            for (r, slot) in wr[..m].iter_mut().enumerate() {
+                *slot = blocks_from_bytes::<F::W>(w.row(i + r));
+            }
+            // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C; shapes
+            // are checked inside.
+            unsafe { quant::matvec::<F, MATVEC_PASS>(&wr[..m], a, &mut out[i - rows.start..i - rows.start + m]) };
+            i += m;
+        }
+        return;
+    }
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
         let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows()) };
@@ -112,7 +133,9 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 #[target_feature(enable = "avx2,fma,f16c")]
 fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
     let acts = dst.act_rows();
-    if !dst.is_single_act() && !acts.is_empty() && a(acts.start).len() == heads::K {
+    // (a few activation rows, decoding with grouped query heads: the tiles below, which load
+    // each weight vector once for all of them)
+    if acts.len() > FEW_ACTS && a(acts.start).len() == heads::K {
         // SAFETY: as quant_rows.
         return unsafe { heads::rows(w, a, dst) };
     }
@@ -134,6 +157,9 @@ fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E
     // SAFETY: as quant_rows.
     unsafe { walk_tiles_rows(&tiles, dst, rows) }
 }
+
+/// Activation rows up to which [`float_rows`] walks register tiles even for attention heads.
+const FEW_ACTS: usize = 4;
 
 /// Longest rows (`k`) that [`float_rows`] multiplies eight at a time against one activation
 /// row: attention heads (64) and decode-time KV lengths; longer rows are weight matrices

@@ -212,6 +212,96 @@ unsafe fn tile_8x1<E: Elem512>(w: [*const E; 8], a: *const f32, np: usize) -> __
     reduce8([s(0), s(1), s(2), s(3), s(4), s(5), s(6), s(7)])
 }
 
+/// Outputs of weight rows `w[0..R]` against activation rows `a[0..C]` (a few activations:
+/// decoding with grouped query heads), before the leftovers: `s[c][r]` is
+/// `[acc0 + acc2 | acc1 + acc3]` of output `(r, c)`, as [`tile_8x1`] forms it. Each weight
+/// vector is loaded and widened once for all `C` activations.
+///
+/// # Safety
+/// AVX-512 F/BW/VL/DQ; every pointer has `np` readable elements, `np` a multiple of 32.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn tile_few<E: Elem512, const R: usize, const C: usize>(w: [*const E; R], a: [*const f32; C], np: usize) -> [[__m512; R]; C] {
+    let mut acc = [[[_mm512_setzero_ps(); 2]; R]; C];
+    let mut i = 0;
+    while i < np {
+        // SAFETY: i + 32 <= np, inside every row by the contract.
+        unsafe {
+            for r in 0..R {
+                let w0 = E::load16(w[r].add(i));
+                let w1 = E::load16(w[r].add(i + 16));
+                for c in 0..C {
+                    acc[c][r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a[c].add(i)), acc[c][r][0]);
+                    acc[c][r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(a[c].add(i + 16)), acc[c][r][1]);
+                }
+            }
+        }
+        i += 32;
+    }
+    // (loops, not array maps: the maps' closures were calls that passed vectors through memory)
+    let mut sums = [[_mm512_setzero_ps(); R]; C];
+    for c in 0..C {
+        for r in 0..R {
+            sums[c][r] = _mm512_add_ps(acc[c][r][0], acc[c][r][1]);
+        }
+    }
+    sums
+}
+
+/// Every output of weight rows `w` against `C` (2 to 4) activation rows `a`, `R` weight rows
+/// per tile ([`tile_few`]), handed to `put` as [`float_rows`] does; `lw` is the leftover table
+/// of `mp` (a multiple of `R`) rows.
+///
+/// # Safety
+/// As [`float_rows`]; every row holds `np + tail` elements, `lw` holds `tail * mp` values.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[&[f32]], np: usize, tail: usize, lw: &[f32], mp: usize, put: &mut impl FnMut(usize, usize, &[f32])) {
+    const { assert!(R * C <= 16, "two reductions of eight per tile") };
+    let m = w.len();
+    assert!(a.len() == C && mp.is_multiple_of(R) && mp >= m && lw.len() >= tail * mp);
+    let ap: [*const f32; C] = std::array::from_fn(|c| a[c].as_ptr());
+    let mut r0 = 0;
+    while r0 < m {
+        let rows: [*const E; R] = std::array::from_fn(|r| w[(r0 + r).min(m - 1)].as_ptr());
+        // SAFETY: rows hold k >= np elements; features by this function's contract.
+        let sums = unsafe { tile_few::<E, R, C>(rows, ap, np) };
+        // outputs c-major (c * R + r), reduced eight at a time; the last group repeats its last
+        let outs = R * C;
+        let mut flat = [_mm512_setzero_ps(); 16];
+        for c in 0..C {
+            flat[c * R..(c + 1) * R].copy_from_slice(&sums[c]);
+        }
+        let mut vals = [0f32; 16];
+        for g in 0..outs.div_ceil(8) {
+            let at = |o: usize| (g * 8 + o).min(outs - 1);
+            let mut s8 = [_mm512_setzero_ps(); 8];
+            for o in 0..8 {
+                s8[o] = flat[at(o)];
+            }
+            let red = reduce8(s8);
+            let lanes = |f: &dyn Fn(usize) -> f32| -> __m256 {
+                let v: [f32; 8] = std::array::from_fn(|o| f(at(o)));
+                // SAFETY: 8 readable f32.
+                unsafe { _mm256_loadu_ps(v.as_ptr()) }
+            };
+            // SAFETY (tail reads): e < tail, so e * mp + r0 + r < tail * mp and np + e < k.
+            let out = unsafe {
+                let wv = |e: usize| lanes(&|o| *lw.get_unchecked(e * mp + r0 + o % R));
+                let av = |e: usize| lanes(&|o| *a[o / R].get_unchecked(np + e));
+                if E::F64_TAIL { add_tail::<true>(red, tail, wv, av) } else { add_tail::<false>(red, tail, wv, av) }
+            };
+            // SAFETY: g * 8 + 8 <= 16 writable f32 (outs <= 16).
+            unsafe { _mm256_storeu_ps(vals[g * 8..].as_mut_ptr(), out) };
+        }
+        let len = (m - r0).min(R);
+        for c in 0..C {
+            put(c, r0, &vals[c * R..c * R + len]);
+        }
+        r0 += R;
+    }
+}
+
 /// Every output of weight rows `w` (one chunk) against activation rows `a`, handed to
 /// `put(j, r, values)`: outputs of activation `j` for weight rows `r..r + values.len()` (`r`
 /// relative to the chunk). All rows have the same length (checked).
@@ -237,7 +327,15 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
-        let mp = m.next_multiple_of(if n == 1 { 8 } else { 2 });
+        // weight rows per tile
+        let rt = match n {
+            1 => 8,
+            2 => 6,
+            3 => 4,
+            4 => 3,
+            _ => 2,
+        };
+        let mp = m.next_multiple_of(rt);
         // leftover table of the weights, rows past m repeat the last row (their outputs are
         // computed and dropped)
         s.lw.clear();
@@ -246,6 +344,19 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
             for r in 0..mp {
                 s.lw[e * mp + r] = w[r.min(m - 1)][np + e].to_f32();
             }
+        }
+        if (2..=4).contains(&n) {
+            let lw = &s.lw[..];
+            // SAFETY: features by this function's contract; rows hold k = np + tail elements
+            // (asserted); lw holds tail * mp values, mp a multiple of the tile's rows.
+            unsafe {
+                match n {
+                    2 => few_rows::<E, 6, 2>(w, a, np, tail, lw, mp, &mut put),
+                    3 => few_rows::<E, 4, 3>(w, a, np, tail, lw, mp, &mut put),
+                    _ => few_rows::<E, 3, 4>(w, a, np, tail, lw, mp, &mut put),
+                }
+            }
+            return;
         }
         let lw = s.lw.as_ptr();
         if n == 1 {
