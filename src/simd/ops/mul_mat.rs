@@ -410,10 +410,14 @@ fn bench_decode_attention() {
     let f32s = |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect() };
     let raw16 = |v: &mut Vec<u16>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [2, 2 * ne[0], 2 * ne[0] * ne[1], 2 * ne[0] * ne[1] * ne[2]], ty: F16 };
     let raw32 = |v: &mut Vec<f32>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]], ty: F32 };
+    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
     for threads in [1, 2] {
         let pool = Pool::new(threads);
         let s = pool.session();
         for (name, k, m) in [("KQ ", dh, l), ("KQV", l, dh)] {
+            if !only.is_empty() && format!("{}{threads}", name.trim()) != only {
+                continue;
+            }
             let mut w = f16s(k * m * kvh);
             let mut x = f32s(k * qh);
             let mut out = vec![0f32; m * qh];

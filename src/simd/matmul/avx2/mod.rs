@@ -94,31 +94,10 @@ impl<'p, F: Avx2Tile> Tiles for PanelTiles<'p, '_, F> {
     }
 }
 
-/// Rows handed to [`quant::matvec`] at a time (bounds the row-slice array on the stack).
-const MATVEC_ROWS: usize = 64;
-/// Rows per pass of [`quant::matvec`]: one activation block serves them all.
-const MATVEC_PASS: usize = 4;
-
 #[inline(never)] // one call per chunk; keeps each format's kernel visible to profilers
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
-    if dst.is_single_act() && !rows.is_empty() {
-        let out = dst.row_mut(0);
-        let mut wr: [&[F::W]; MATVEC_ROWS] = [&[]; MATVEC_ROWS];
-        let mut i = rows.start;
-        while i < rows.end {
-            let m = (rows.end - i).min(MATVEC_ROWS);
-            for (r, slot) in wr[..m].iter_mut().enumerate() {
-                *slot = blocks_from_bytes::<F::W>(w.row(i + r));
-            }
-            // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C; shapes
-            // are checked inside.
-            unsafe { quant::matvec::<F, MATVEC_PASS>(&wr[..m], a, &mut out[i - rows.start..i - rows.start + m]) };
-            i += m;
-        }
-        return;
-    }
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
         let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows()) };

@@ -108,7 +108,6 @@ use super::super::acts::{MinSums, MinSumsRow};
 /// bytes: decoding streams the weights from DRAM, and 24 blocks ahead (~0.5 KiB) left one core
 /// latency-bound at ~5 GB/s where 4 KiB reaches ~8.5 (ignored test `bench_matvec`).
 const PREFETCH_BYTES: usize = 4096;
-const MATVEC_PREFETCH_BYTES: usize = 8192;
 
 /// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
 /// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
@@ -170,63 +169,6 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
         }
     }
     finish::<F, R, C>(acc, summs)
-}
-
-/// Matrix-vector product (one activation column) of rows `w` into `out` (`out[r]` for `w[r]`),
-/// `R` rows per pass: every output is [`quant_tile`]'s `C = 1` arithmetic, but each activation
-/// block is loaded once for the pass's rows, and the pass's bytes (ggml's rows lie back to back)
-/// are prefetched one cache line at a time, spread over the blocks. Prefetching at every row and
-/// block issued three or four prefetches per line, each a load on the ports the product needs.
-///
-/// # Safety
-/// AVX2, FMA and F16C must be available.
-#[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn matvec<F: Avx2Tile, const R: usize>(w: &[&[F::W]], a: &ActRows<'_, F::A>, out: &mut [f32]) {
-    let (rows, nb) = (w.len(), a.nb);
-    assert!(a.n >= 1 && out.len() >= rows && w.iter().all(|r| r.len() >= nb));
-    assert!(a.blocks.len() >= nb && a.d.len() >= nb && (!F::HAS_MIN || a.s.len() >= nb));
-    let size = std::mem::size_of::<F::W>();
-    let mut r0 = 0;
-    while r0 < rows {
-        let m = (rows - r0).min(R);
-        // passes past the last row repeat it (computed, not stored)
-        let wr: [&[F::W]; R] = std::array::from_fn(|r| w[r0 + r.min(m - 1)]);
-        let first = wr[0].as_ptr() as usize;
-        let last = wr[m - 1].as_ptr() as usize + nb * size;
-        let lines = if last > first && last - first <= 4 * R * nb * size { (last - first).div_ceil(64) } else { 0 };
-        let ahead = (first as *const i8).wrapping_add(MATVEC_PREFETCH_BYTES);
-        let mut acc = [_mm256_setzero_ps(); R];
-        let mut summs = [_mm_setzero_ps(); R];
-        // lines b * lines / nb .. (b + 1) * lines / nb at block b, stepped without a division
-        let (mut line, mut due) = (0usize, 0usize);
-        for b in 0..nb {
-            due += lines;
-            while due >= nb {
-                due -= nb;
-                // prefetching is a hint and never faults, wherever the address points
-                _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(line * 64));
-                line += 1;
-            }
-            // SAFETY (unchecked reads and Avx2Tile calls): this function requires AVX2/FMA/F16C;
-            // b < nb <= every row's length and the activations' blocks / d / s lengths (asserted).
-            let qa = unsafe { F::acts(a.blocks.get_unchecked(b)) };
-            let da = unsafe { *a.d.get_unchecked(b) };
-            let sv = if F::HAS_MIN { _mm_set_ss(unsafe { *a.s.get_unchecked(b) }) } else { _mm_setzero_ps() };
-            for r in 0..R {
-                let (p, dw, mw) = unsafe { F::prep(wr[r].get_unchecked(b)) };
-                if F::HAS_MIN {
-                    summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
-                }
-                let q = unsafe { F::ints(p, qa) };
-                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(dw * da), q, acc[r]);
-            }
-        }
-        let o = finish::<F, R, 1>(acc.map(|v| [v]), summs);
-        for r in 0..m {
-            out[r0 + r] = o[r][0];
-        }
-        r0 += m;
-    }
 }
 
 /// ggml's end of a quantized `vec_dot` for every output of a tile: the accumulator's horizontal
