@@ -418,20 +418,26 @@ fn bench_decode_attention() {
             if !only.is_empty() && format!("{}{threads}", name.trim()) != only {
                 continue;
             }
-            let mut w = f16s(k * m * kvh);
-            let mut x = f32s(k * qh);
-            let mut out = vec![0f32; m * qh];
-            let (a, b, d) = (raw16(&mut w, [k, m, kvh]), raw32(&mut x, [k, 1, qh]), raw32(&mut out, [m, 1, qh]));
-            for _ in 0..200 {
-                assert!(mul_mat(&s, d, a, b));
+            // `layers` copies of the cache, used in turn as a decode step does (cold: from L3)
+            for layers in [1usize, 60] {
+                let mut w = f16s(k * m * kvh * layers);
+                let mut x = f32s(k * qh);
+                let mut out = vec![0f32; m * qh];
+                let (a, b, d) = (raw16(&mut w, [k, m, kvh * layers]), raw32(&mut x, [k, 1, qh]), raw32(&mut out, [m, 1, qh]));
+                // llama.cpp's K view: a token's heads side by side (rows `kvh` heads apart)
+                let a = if name == "KQ " { Raw { nb: [2, 2 * k * kvh, 2 * k, 2 * k * m * kvh], ..a } } else { a };
+                let a_at = |l: usize| Raw { data: a.data.wrapping_add(l * 2 * k * m * kvh), ne: [k, m, kvh, 1], ..a };
+                for it in 0..200 {
+                    assert!(mul_mat(&s, d, a_at(it % layers), b));
+                }
+                let iters = 4000;
+                let t = std::time::Instant::now();
+                for it in 0..iters {
+                    mul_mat(&s, d, a_at(it % layers), b);
+                }
+                let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+                println!("{name} {threads} thread(s), {layers} cache(s): {us:.2} us per node ({:.1} MMAC/s)", (k * m * qh) as f64 / us);
             }
-            let iters = 4000;
-            let t = std::time::Instant::now();
-            for _ in 0..iters {
-                mul_mat(&s, d, a, b);
-            }
-            let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
-            println!("{name} {threads} thread(s): {us:.2} us per node ({:.1} MMAC/s)", (k * m * qh) as f64 / us);
         }
     }
 }
