@@ -310,7 +310,9 @@ unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[
 /// (F16) and tiles of 2 weight rows x 4 activations walk activation groups outside and weight
 /// row pairs inside, so the group's four rows stay in L1 while the chunk's (L1/L2-resident)
 /// panel streams past them. With one activation (decoding), 8 weight rows at a time straight
-/// from the weights.
+/// from the weights; with two to four (decoding with grouped query heads), [`few_rows`], also
+/// straight from the weights: widening them into the panel for so few activations made the
+/// grouped KQ slower than one product per head.
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.
