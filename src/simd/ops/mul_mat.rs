@@ -159,6 +159,9 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         return true;
     }
     let rows_per = n * group;
+    // the dimension that steps from one activation row of a product to the next, in b and d:
+    // the heads of a group, else the rows
+    let row_dim = if group > 1 { 2 } else { 1 };
 
     // activations as f32 rows: read in place when they already are, else converted once. On the
     // sgemm path they are also rounded the way ggml-cpu's dot products see them (Q8_0 / Q8_1
@@ -202,7 +205,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     let acts_of = |bi: usize| -> Acts<'_> {
         let (i2, i3) = batches[bi];
         if direct {
-            let stride = if group > 1 { b.nb[2] / 4 } else { b.nb[1] / 4 };
+            let stride = b.nb[row_dim] / 4;
             Acts::new(b.f32_at(b.offset(0, 0, i2, i3), (rows_per - 1) * stride + k), k, rows_per, stride)
         } else {
             Acts::new(&converted[bi * rows_per * k..(bi + 1) * rows_per * k], k, rows_per, k)
@@ -238,7 +241,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // Every batch's output cut into chunks of weight rows that threads take in turn: a thread
     // delayed by the OS (phones, shared machines) then costs only its current chunk, not a
     // fixed share of the node (ggml-cpu balances its threads the same way).
-    let stride = if group > 1 { d.nb[2] / 4 } else { d.nb[1] / 4 };
+    let stride = d.nb[row_dim] / 4;
     let gemm = matmul::use_gemm(w, rows_per);
     // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
     // counter), so chunks are large (up to 256 rows), but never fewer than four per thread while
@@ -308,10 +311,11 @@ mod tests {
     use crate::simd::pool::Pool;
     use crate::simd::quant::{f16::fp32_to_fp16, q8_0, type_id, BlockQ8_0};
 
-    fn raw(data: &mut [u8], ty: i32, elem: usize, block: usize, ne: [usize; 3]) -> Raw {
+    /// A contiguous tensor [ne0, ne1, ne2] of `elem` bytes per block of `block` values.
+    fn raw<T>(data: &mut [T], ty: i32, elem: usize, block: usize, ne: [usize; 3]) -> Raw {
         let row = ne[0] / block * elem;
-        assert!(data.len() >= row * ne[1] * ne[2]);
-        Raw { data: data.as_mut_ptr(), ne: [ne[0], ne[1], ne[2], 1], nb: [elem, row, row * ne[1], row * ne[1] * ne[2]], ty }
+        assert!(std::mem::size_of_val(data) >= row * ne[1] * ne[2]);
+        Raw { data: data.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [elem, row, row * ne[1], row * ne[1] * ne[2]], ty }
     }
 
     /// Weights of type `ty`, `kvh` matrices of `m` rows of `k`, as bytes.
@@ -327,6 +331,11 @@ mod tests {
                 unsafe { std::slice::from_raw_parts(blocks.as_ptr() as *const u8, std::mem::size_of_val(&blocks[..])) }.to_vec()
             }
         }
+    }
+
+    /// Query (activation) values for the tests and the bench.
+    fn query_values(n: usize) -> Vec<f32> {
+        (0..n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect()
     }
 
     /// Decoding with grouped query heads: the `r2` heads of a K/V matrix computed as one
@@ -349,7 +358,7 @@ mod tests {
                     // the query as llama.cpp permutes it: heads `hs` apart (padded here), the
                     // token stride across all heads
                     let hs = k + 8;
-                    let mut x: Vec<f32> = (0..hs * qh).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect();
+                    let mut x = query_values(hs * qh);
                     let xb = x.as_mut_ptr() as *mut u8;
                     let b = Raw { data: xb, ne: [k, 1, qh, 1], nb: [4, 4 * hs * qh, 4 * hs, 4 * hs * qh], ty: F32 };
                     let a = raw(&mut w, ty, elem, block, [k, m, kvh]);
@@ -393,50 +402,44 @@ mod tests {
         assert_eq!(trim_thread_buffers(), 0);
         assert!(PREPARED.with(|p| p.borrow().is_empty()));
     }
-}
 
-/// Decode attention's products at a 448-token context (SmolLM2: 9 query heads on 3 KV heads of
-/// 64): KQ (F16 K rows of 64 against one query row per head) and KQV (F16 V^T rows of 448
-/// against one softmax row per head), timed per node on a 1- and a 2-thread pool.
-/// `cargo test --release --lib bench_decode_attention -- --ignored --nocapture`
-#[cfg(test)]
-#[test]
-#[ignore]
-fn bench_decode_attention() {
-    use crate::simd::pool::Pool;
-    use crate::simd::quant::f16::fp32_to_fp16;
-    let (dh, l, kvh, qh) = (64usize, 448usize, 3usize, 9usize);
-    let f16s = |n: usize| -> Vec<u16> { (0..n).map(|i| fp32_to_fp16(((i * 37 % 101) as f32 - 50.0) / 64.0)).collect() };
-    let f32s = |n: usize| -> Vec<f32> { (0..n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect() };
-    let raw16 = |v: &mut Vec<u16>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [2, 2 * ne[0], 2 * ne[0] * ne[1], 2 * ne[0] * ne[1] * ne[2]], ty: F16 };
-    let raw32 = |v: &mut Vec<f32>, ne: [usize; 3]| Raw { data: v.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]], ty: F32 };
-    let only = std::env::var("BENCH_ONLY").unwrap_or_default();
-    for threads in [1, 2] {
-        let pool = Pool::new(threads);
-        let s = pool.session();
-        for (name, k, m) in [("KQ ", dh, l), ("KQV", l, dh)] {
-            if !only.is_empty() && format!("{}{threads}", name.trim()) != only {
-                continue;
-            }
-            // `layers` copies of the cache, used in turn as a decode step does (cold: from L3)
-            for layers in [1usize, 60] {
-                let mut w = f16s(k * m * kvh * layers);
-                let mut x = f32s(k * qh);
-                let mut out = vec![0f32; m * qh];
-                let (a, b, d) = (raw16(&mut w, [k, m, kvh * layers]), raw32(&mut x, [k, 1, qh]), raw32(&mut out, [m, 1, qh]));
-                // llama.cpp's K view: a token's heads side by side (rows `kvh` heads apart)
-                let a = if name == "KQ " { Raw { nb: [2, 2 * k * kvh, 2 * k, 2 * k * m * kvh], ..a } } else { a };
-                let a_at = |l: usize| Raw { data: a.data.wrapping_add(l * 2 * k * m * kvh), ne: [k, m, kvh, 1], ..a };
-                for it in 0..200 {
-                    assert!(mul_mat(&s, d, a_at(it % layers), b));
+    /// Decode attention's products at a 448-token context (SmolLM2: 9 query heads on 3 KV heads
+    /// of 64): KQ (F16 K rows of 64 against one query row per head) and KQV (F16 V^T rows of
+    /// 448 against one softmax row per head), timed per node on a 1- and a 2-thread pool, with
+    /// one cache and with 60 used in turn. `BENCH_ONLY=KQ1` (or KQV2, ...) times one case.
+    /// `cargo test --release --lib bench_decode_attention -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn bench_decode_attention() {
+        let (dh, l, kvh, qh) = (64usize, 448usize, 3usize, 9usize);
+        let only = std::env::var("BENCH_ONLY").unwrap_or_default();
+        for threads in [1, 2] {
+            let pool = Pool::new(threads);
+            let s = pool.session();
+            for (name, k, m) in [("KQ ", dh, l), ("KQV", l, dh)] {
+                if !only.is_empty() && format!("{}{threads}", name.trim()) != only {
+                    continue;
                 }
-                let iters = 4000;
-                let t = std::time::Instant::now();
-                for it in 0..iters {
-                    mul_mat(&s, d, a_at(it % layers), b);
+                // `layers` copies of the cache, used in turn as a decode step does (cold: from L3)
+                for layers in [1usize, 60] {
+                    let mut w = weight_bytes(type_id::F16, k, m, kvh * layers);
+                    let mut x = query_values(k * qh);
+                    let mut out = vec![0f32; m * qh];
+                    let (a, b, d) = (raw(&mut w, F16, 2, 1, [k, m, kvh * layers]), raw(&mut x, F32, 4, 1, [k, 1, qh]), raw(&mut out, F32, 4, 1, [m, 1, qh]));
+                    // llama.cpp's K view: a token's heads side by side (rows `kvh` heads apart)
+                    let a = if name == "KQ " { Raw { nb: [2, 2 * k * kvh, 2 * k, 2 * k * m * kvh], ..a } } else { a };
+                    let a_at = |l: usize| Raw { data: a.data.wrapping_add(l * 2 * k * m * kvh), ne: [k, m, kvh, 1], ..a };
+                    for it in 0..200 {
+                        assert!(mul_mat(&s, d, a_at(it % layers), b));
+                    }
+                    let iters = 4000;
+                    let t = std::time::Instant::now();
+                    for it in 0..iters {
+                        mul_mat(&s, d, a_at(it % layers), b);
+                    }
+                    let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
+                    println!("{name} {threads} thread(s), {layers} cache(s): {us:.2} us per node ({:.1} MMAC/s)", (k * m * qh) as f64 / us);
                 }
-                let us = t.elapsed().as_secs_f64() * 1e6 / iters as f64;
-                println!("{name} {threads} thread(s), {layers} cache(s): {us:.2} us per node ({:.1} MMAC/s)", (k * m * qh) as f64 / us);
             }
         }
     }

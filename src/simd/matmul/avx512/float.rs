@@ -248,6 +248,18 @@ unsafe fn tile_few<E: Elem512, const R: usize, const C: usize>(w: [*const E; R],
     sums
 }
 
+/// Weight rows per register tile of [`float_rows`] against `n` activation rows: 8 for one
+/// ([`tile_8x1`]), 24 accumulators' worth for two to four ([`few_rows`]), 2 (x 4 columns) above.
+const fn tile_rows(n: usize) -> usize {
+    match n {
+        1 => 8,
+        2 => 6,
+        3 => 4,
+        4 => 3,
+        _ => 2,
+    }
+}
+
 /// Every output of weight rows `w` against `C` (2 to 4) activation rows `a`, `R` weight rows
 /// per tile ([`tile_few`]), handed to `put` as [`float_rows`] does; `lw` is the leftover table
 /// of `mp` (a multiple of `R`) rows.
@@ -329,15 +341,7 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
-        // weight rows per tile
-        let rt = match n {
-            1 => 8,
-            2 => 6,
-            3 => 4,
-            4 => 3,
-            _ => 2,
-        };
-        let mp = m.next_multiple_of(rt);
+        let mp = m.next_multiple_of(tile_rows(n));
         // leftover table of the weights, rows past m repeat the last row (their outputs are
         // computed and dropped)
         s.lw.clear();
@@ -353,9 +357,9 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
             // (asserted); lw holds tail * mp values, mp a multiple of the tile's rows.
             unsafe {
                 match n {
-                    2 => few_rows::<E, 6, 2>(w, a, np, tail, lw, mp, &mut put),
-                    3 => few_rows::<E, 4, 3>(w, a, np, tail, lw, mp, &mut put),
-                    _ => few_rows::<E, 3, 4>(w, a, np, tail, lw, mp, &mut put),
+                    2 => few_rows::<E, { tile_rows(2) }, 2>(w, a, np, tail, lw, mp, &mut put),
+                    3 => few_rows::<E, { tile_rows(3) }, 3>(w, a, np, tail, lw, mp, &mut put),
+                    _ => few_rows::<E, { tile_rows(4) }, 4>(w, a, np, tail, lw, mp, &mut put),
                 }
             }
             return;
