@@ -3,6 +3,7 @@
 
 use super::op::{Node, Op};
 use super::ops;
+use super::ops::mul_mat::streamed::{siblings, Ahead, Later, Streamed, LOOKAHEAD};
 use super::pool::Session;
 use super::view::Raw;
 use crate::abi::vtable::obj;
@@ -82,24 +83,60 @@ pub fn compute_graph<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> boo
 }
 
 fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -> Result<Status> {
-    for &node in g.nodes() {
+    let nodes = g.nodes();
+    let mut ahead = Ahead::default();
+    for (i, &node) in nodes.iter().enumerate() {
         if abort() {
             return Ok(STATUS_ABORTED);
         }
         let Some(t) = obj(node) else { bail!("graph has a NULL node") };
         let ok = if super::profile::enabled() {
             let t0 = std::time::Instant::now();
-            let ok = compute_node(s, t)?;
+            let ok = compute_with_siblings(s, nodes, i, t, &mut ahead)?;
             super::profile::record(node_key(t), t0.elapsed());
             ok
         } else {
-            compute_node(s, t)?
+            compute_with_siblings(s, nodes, i, t, &mut ahead)?
         };
         if !ok {
             bail!("a worker thread panicked computing '{}'", t.name());
         }
     }
     Ok(STATUS_SUCCESS)
+}
+
+/// Computes node `i` (`t`) of `nodes`: its outputs if an earlier product computed them ahead,
+/// else the node, together with the streamed products after it that share its activation row
+/// (`ops::mul_mat::streamed`).
+fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, ahead: &mut Ahead) -> Result<bool> {
+    if ahead.store(i, &Raw::of(t)) {
+        return Ok(true);
+    }
+    if let Some(first) = streamed_product(t) {
+        let later: Vec<Later> = nodes[i + 1..]
+            .iter()
+            .take(LOOKAHEAD)
+            .enumerate()
+            .filter_map(|(o, &n)| {
+                let t = obj(n)?;
+                // (views write nothing)
+                (!is_trivial(Op::of(t))).then(|| Later { index: i + 1 + o, dst: Raw::of(t), product: streamed_product(t) })
+            })
+            .collect();
+        let picked = siblings(&first, &later);
+        if !picked.is_empty() {
+            return Ok(ahead.compute(s, first, &later, &picked));
+        }
+    }
+    compute_node(s, t)
+}
+
+/// `t` as a streamed product this backend computes, if it is one.
+fn streamed_product<R: Rev>(t: &Tensor<R>) -> Option<Streamed> {
+    if Op::of(t) != Op::MulMat || t.data.is_null() || !supports(t) {
+        return None;
+    }
+    Streamed::of(&Node::of(t))
 }
 
 /// The profile row of a node: op, then each present tensor's type and shape (dst first).

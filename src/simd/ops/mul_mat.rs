@@ -3,8 +3,9 @@
 //! quantized activations for small batches, dequantized tiles + sgemm for large ones. Work is
 //! split into chunks of weight rows x activation rows inside every batch (`batch_blocks`).
 
+pub mod streamed;
+
 use super::{Raw, Session};
-use crate::simd::pool::share;
 use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
 use crate::simd::op::Node;
 use crate::simd::quant::WType;
@@ -149,6 +150,9 @@ pub fn compute(s: &Session, n: &Node) -> bool {
 }
 
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
+    if let Some(p) = streamed::Streamed::new(d, a, b) {
+        return streamed::compute(s, p);
+    }
     let w = WType::from_ggml(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
     let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
@@ -241,25 +245,16 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
 
     // Every batch's output cut into chunks of weight rows that threads take in turn: a thread
     // delayed by the OS (phones, shared machines) then costs only its current chunk, not a
-    // fixed share of the node (ggml-cpu balances its threads the same way). A streamed product
-    // (one matrix, one activation row) hands them out in runs instead (`stream_order`).
+    // fixed share of the node (ggml-cpu balances its threads the same way).
     let stride = d.nb[row_dim] / 4;
     let gemm = matmul::use_gemm(w, rows_per);
-    // Decoding (n = 1) streams weights and each chunk has a fixed cost (views, checks, a shared
-    // counter), so chunks are large (up to 256 rows), but never fewer than four per thread while
-    // they can stay 32 rows or more: with one chunk of 256 rows per thread a 192-row product (K
-    // and V) ran on one thread while the other waited, and 576 rows (Q, O, FFN down) split
-    // 256 + 256 + 64; those waits were ~2 ms of a 13 ms decode step. With many activations see
-    // `batch_blocks`.
+    // Decoding (n = 1): see `streamed::decode_parts` (those waits were ~2 ms of a 13 ms decode
+    // step). With many activations see `batch_blocks`.
     let (parts, multiple, act_parts) = if gemm {
         let rows = matmul::gemm_tile_rows(k);
         (m.div_ceil(rows), rows, 1)
     } else if n == 1 {
-        // with several batches (decode attention: one product per head) the heads themselves
-        // are chunks enough; splitting each into 4 x threads more made 72 chunks of 36 rows for
-        // SmolLM2's 9 heads, each paying the chunk's fixed cost
-        let total = (4 * s.n_threads()).min(batches.len() * m / 32);
-        (m.div_ceil(256).max(total.div_ceil(batches.len())).max(1), 8, 1)
+        (streamed::decode_parts(m, batches.len(), s.n_threads()), streamed::DECODE_MULTIPLE, 1)
     } else {
         let (parts, act_parts) = batch_blocks(w, k, m, n, batches.len(), s.n_threads());
         (parts, 16, act_parts)
@@ -277,31 +272,19 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         })
         .collect();
     let next = AtomicUsize::new(0);
-    // one weight matrix against one activation row: every thread streams its own run of rows
-    let streamed = n == 1 && batches.len() == 1 && !gemm;
 
-    let work = |ith: usize, nth: usize| {
+    let work = |_ith: usize, _nth: usize| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            let mut chunk = |c: usize| {
-                let Some((bi, slot)) = chunks.get(c) else { return };
-                let Some(view) = slot.lock().take() else { return };
+            loop {
+                let c = next.fetch_add(1, Ordering::Relaxed);
+                let Some((bi, slot)) = chunks.get(c) else { break };
+                let Some(view) = slot.lock().take() else { continue };
                 if view.weight_rows().is_empty() {
-                    return;
+                    continue;
                 }
                 let q = quantized.get(*bi).unwrap_or(&empty);
                 matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
-            };
-            if streamed {
-                stream_order(chunks.len(), ith, nth).for_each(chunk);
-            } else {
-                loop {
-                    let c = next.fetch_add(1, Ordering::Relaxed);
-                    if c >= chunks.len() {
-                        break;
-                    }
-                    chunk(c);
-                }
             }
         })
     };
@@ -318,25 +301,6 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     ok
 }
 
-/// The order in which thread `ith` of `nth` takes the `count` chunks of a streamed product (one
-/// weight matrix, one activation row): its own share of the chunks first, front to back, then
-/// the other threads' shares back to front, each chunk taken by whichever thread comes first.
-///
-/// Decoding reads every weight row from memory once, and the kernel prefetches a few KiB ahead
-/// of the rows it is on. With chunks handed out in turn from one counter, the next chunk of a
-/// thread lay past the other thread's, so each chunk started with nothing in flight and its
-/// last prefetches fetched the other thread's rows. Own runs keep each thread's stream
-/// contiguous (SmolLM2's generation 1.08x on two threads), and taking the others' leftovers from
-/// their far end still balances a thread the OS delays.
-fn stream_order(count: usize, ith: usize, nth: usize) -> impl Iterator<Item = usize> {
-    let (a, b) = share(count, ith, nth);
-    let others = (1..nth).flat_map(move |t| {
-        let (a, b) = share(count, (ith + t) % nth, nth);
-        (a..b).rev()
-    });
-    (a..b).chain(others)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,14 +309,14 @@ mod tests {
     use crate::simd::quant::{f16::fp32_to_fp16, q8_0, type_id, BlockQ8_0};
 
     /// A contiguous tensor [ne0, ne1, ne2] of `elem` bytes per block of `block` values.
-    fn raw<T>(data: &mut [T], ty: i32, elem: usize, block: usize, ne: [usize; 3]) -> Raw {
+    pub(super) fn raw<T>(data: &mut [T], ty: i32, elem: usize, block: usize, ne: [usize; 3]) -> Raw {
         let row = ne[0] / block * elem;
         assert!(std::mem::size_of_val(data) >= row * ne[1] * ne[2]);
         Raw { data: data.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [elem, row, row * ne[1], row * ne[1] * ne[2]], ty }
     }
 
     /// Weights of type `ty`, `kvh` matrices of `m` rows of `k`, as bytes.
-    fn weight_bytes(ty: i32, k: usize, m: usize, kvh: usize) -> Vec<u8> {
+    pub(super) fn weight_bytes(ty: i32, k: usize, m: usize, kvh: usize) -> Vec<u8> {
         let x: Vec<f32> = (0..k * m * kvh).map(|i| ((i * 37 % 101) as f32 - 50.0) / 64.0).collect();
         match ty {
             type_id::F32 => x.iter().flat_map(|v| v.to_le_bytes()).collect(),
@@ -367,7 +331,7 @@ mod tests {
     }
 
     /// Query (activation) values for the tests and the bench.
-    fn query_values(n: usize) -> Vec<f32> {
+    pub(super) fn query_values(n: usize) -> Vec<f32> {
         (0..n).map(|i| ((i * 53 % 97) as f32 - 48.0) / 48.0).collect()
     }
 
@@ -419,24 +383,6 @@ mod tests {
     }
 
     /// A graph's large converted activations are given back when it ends; a decode step's stay.
-    /// Each thread's order holds every chunk once: its own run front to back, then the others'
-    /// runs back to front (the next thread's first), so a thread the OS delays loses only the
-    /// chunks at the far end of its run.
-    #[test]
-    fn stream_order_runs_own_chunks_then_steals_from_the_far_end() {
-        assert_eq!(stream_order(8, 0, 2).collect::<Vec<_>>(), [0, 1, 2, 3, 7, 6, 5, 4]);
-        assert_eq!(stream_order(8, 1, 2).collect::<Vec<_>>(), [4, 5, 6, 7, 3, 2, 1, 0]);
-        assert_eq!(stream_order(7, 1, 3).collect::<Vec<_>>(), [3, 4, 5, 6, 2, 1, 0]);
-        assert_eq!(stream_order(5, 0, 1).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
-        for (count, nth) in [(0, 2), (1, 2), (3, 4), (192, 2), (13, 3)] {
-            for ith in 0..nth {
-                let mut seen: Vec<usize> = stream_order(count, ith, nth).collect();
-                seen.sort_unstable();
-                assert_eq!(seen, (0..count).collect::<Vec<_>>(), "count {count}, thread {ith} of {nth}");
-            }
-        }
-    }
-
     #[test]
     fn large_activation_buffers_are_freed_after_a_graph() {
         let prepare = |n: usize, k: usize| {
