@@ -52,26 +52,30 @@ fn is_trivial(op: Op) -> bool {
 
 /// True exactly for the (op, types, layout) combinations the kernels implement.
 pub fn supports<R: Rev>(t: &Tensor<R>) -> bool {
+    supported(t, &Node::of(t))
+}
+
+/// [`supports`] of `t`, whose node `n` is already read.
+fn supported<R: Rev>(t: &Tensor<R>, n: &Node) -> bool {
     if !SKIP.is_empty() && SKIP.iter().any(|s| *s == crate::host::op_name::<R>(t.op)) {
         return false;
     }
-    supports_node(&Node::of(t))
+    supports_node(n)
 }
 
 fn supports_node(n: &Node) -> bool {
     is_trivial(n.op) || kernel(n.op).is_some_and(|k| (k.supports)(n))
 }
 
-/// Computes one node. `Ok(false)` when a worker panicked.
-fn compute_node<R: Rev>(s: &Session, t: &Tensor<R>) -> Result<bool> {
-    let n = Node::of(t);
+/// Computes one node `t`, read as `n`. `Ok(false)` when a worker panicked.
+fn compute_node<R: Rev>(s: &Session, t: &Tensor<R>, n: &Node) -> Result<bool> {
     if is_trivial(n.op) {
         return Ok(true);
     }
-    ensure!(supports(t), "op {} of '{}' is not supported by SIMD", crate::host::op_name::<R>(t.op), t.name());
+    ensure!(supported(t, n), "op {} of '{}' is not supported by SIMD", crate::host::op_name::<R>(t.op), t.name());
     ensure!(!t.data.is_null(), "'{}' is not allocated", t.name());
     let Some(k) = kernel(n.op) else { bail!("op {} has no kernel", crate::host::op_name::<R>(t.op)) };
-    Ok((k.compute)(s, &n))
+    Ok((k.compute)(s, n))
 }
 
 /// Runs every node of `g`; `abort` is polled between nodes (wsp's abort callback).
@@ -112,15 +116,19 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
     if ahead.store(i, &Raw::of(t)) {
         return Ok(true);
     }
-    if let Some(first) = streamed_product(t) {
+    // the node read once (its op, tensors and parameters) for the checks and the kernel
+    let n = Node::of(t);
+    if let Some(first) = streamed_product(t, &n) {
         let later: Vec<Later> = nodes[i + 1..]
             .iter()
             .take(LOOKAHEAD)
             .enumerate()
-            .filter_map(|(o, &n)| {
-                let t = obj(n)?;
+            .filter_map(|(o, &p)| {
+                let t = obj(p)?;
+                let op = Op::of(t);
                 // (views write nothing)
-                (!is_trivial(Op::of(t))).then(|| Later { index: i + 1 + o, dst: Raw::of(t), product: streamed_product(t) })
+                let product = if op == Op::MulMat { streamed_product(t, &Node::of(t)) } else { None };
+                (!is_trivial(op)).then(|| Later { index: i + 1 + o, dst: Raw::of(t), product })
             })
             .collect();
         let picked = siblings(&first, &later);
@@ -128,15 +136,15 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
             return Ok(ahead.compute(s, first, &later, &picked));
         }
     }
-    compute_node(s, t)
+    compute_node(s, t, &n)
 }
 
-/// `t` as a streamed product this backend computes, if it is one.
-fn streamed_product<R: Rev>(t: &Tensor<R>) -> Option<Streamed> {
-    if Op::of(t) != Op::MulMat || t.data.is_null() || !supports(t) {
+/// `t` (read as `n`) as a streamed product this backend computes, if it is one.
+fn streamed_product<R: Rev>(t: &Tensor<R>, n: &Node) -> Option<Streamed> {
+    if n.op != Op::MulMat || t.data.is_null() || !supported(t, n) {
         return None;
     }
-    Streamed::of(&Node::of(t))
+    Streamed::of(n)
 }
 
 /// The profile row of a node: op, then each present tensor's type and shape (dst first).
