@@ -605,7 +605,7 @@ fn bench_tiles() {
     use std::time::Instant;
     let mut rng = Lcg::new(1);
     let only = std::env::var("BENCH_TILES_ONLY").unwrap_or_default();
-    let shapes: [(&str, WType, usize, usize, usize); 16] = [
+    let shapes: [(&str, WType, usize, usize, usize); 17] = [
         ("decode KQ", WType::F16, 64, 288, 1),
         ("decode KQ big", WType::F16, 64, 2880, 1),
         ("decode KQV", WType::F16, 300, 64, 1),
@@ -616,6 +616,7 @@ fn bench_tiles() {
         ("whisper ffn up", WType::F16, 512, 256, 1500),
         ("whisper ffn down", WType::F16, 2048, 64, 1500),
         ("llama KQ", WType::F16, 64, 256, 256),
+        ("llama KQV", WType::F16, 256, 64, 256),
         ("llama ffn up", WType::Q4_1, 576, 768, 256),
         ("llama ffn down", WType::Q4_1, 1536, 288, 256),
         ("llama q8_0", WType::Q8_0, 576, 768, 256),
