@@ -2,6 +2,7 @@
 //! broadcast over `b`'s batch dimensions. The kernels are in `simd::matmul`: dot products over
 //! quantized activations for small batches, dequantized tiles + sgemm for large ones. Work is
 //! split into chunks of weight rows x activation rows inside every batch (`batch_blocks`).
+//! Decoding's products of one weight matrix and one activation row are `streamed`.
 
 pub mod streamed;
 

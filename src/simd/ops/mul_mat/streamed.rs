@@ -13,6 +13,7 @@
 //!   SmolLM2's K product the bytes of the Q product, which ROPE reads before K is computed).
 
 use super::{Raw, Session, PREPARED, SCRATCH, SERIAL_MACS};
+use crate::simd::ops::for_rows;
 use crate::simd::cpu_features::simd_level;
 use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
 use crate::simd::op::{Node, Op};
@@ -31,12 +32,12 @@ pub struct Streamed {
 }
 
 impl Streamed {
-    /// The product `d = a . b` if it is streamed: one weight matrix, one packed F32 activation
-    /// row, the exact dot-product kernels (not sgemm). `supports` must hold.
+    /// The product `d = a . b` if it is streamed: one weight matrix (not empty), one packed F32
+    /// activation row, the exact dot-product kernels (not sgemm). `supports` must hold.
     pub fn new(d: Raw, a: Raw, b: Raw) -> Option<Streamed> {
         let w = WType::from_ggml(a.ty)?;
         let one_row = b.ne[1] == 1 && b.ne[2] == 1 && b.ne[3] == 1;
-        let ok = one_row && b.ty == F32 && b.nb[0] == 4 && a.ne[2] == 1 && a.ne[3] == 1 && !matmul::use_gemm(w, 1);
+        let ok = one_row && b.ty == F32 && b.nb[0] == 4 && a.ne[2] == 1 && a.ne[3] == 1 && a.ne[0] > 0 && a.ne[1] > 0 && !matmul::use_gemm(w, 1);
         ok.then_some(Streamed { w, a, b, d })
     }
 
@@ -92,9 +93,14 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
         prepared.push(QuantizedActs::new());
     }
     let q = &mut prepared[0];
+    let converted = std::cell::Cell::new(true);
     if matmul::needs_quantized_acts(first.w, 1) {
-        // one row: quantized here, where waking the pool would cost more
-        q.prepare_par(simd_level(), first.w, &acts, &|rows, f| (0..rows).for_each(f));
+        // (one row of a few thousand values: `for_rows` converts it on this thread)
+        q.prepare_par(simd_level(), first.w, &acts, &|rows, f| converted.set(for_rows(s, rows, rows * k, f) && converted.get()));
+    }
+    if !converted.get() {
+        PREPARED.with(|p| *p.borrow_mut() = prepared);
+        return false;
     }
     let q = &prepared[0];
     let weights: Vec<Weights<'_>> = products.iter().map(|(p, _)| p.weights()).collect();
@@ -309,6 +315,22 @@ mod tests {
             later(row_at(12288, 32), Some(product(3 << 16, k, 32, act, row_at(12288, 32))), 3),
         ];
         assert_eq!(siblings(&first, &nodes), [2]);
+    }
+
+    /// An empty weight matrix is no streamed product (its last row's end would wrap around):
+    /// the general path returns at once, and nothing is written.
+    #[test]
+    fn empty_weights_are_not_streamed() {
+        let k = 64;
+        let mut acts = query_values(k);
+        let b = raw(&mut acts, F32, 4, 1, [k, 1, 1]);
+        let mut none: Vec<u8> = Vec::new();
+        let a = raw(&mut none, type_id::Q8_0, 34, 32, [k, 0, 1]);
+        let mut out: Vec<f32> = Vec::new();
+        let d = raw(&mut out, F32, 4, 1, [0, 1, 1]);
+        assert!(Streamed::new(d, a, b).is_none());
+        let pool = Pool::new(2);
+        assert!(super::super::mul_mat(&pool.session(), d, a, b));
     }
 
     /// Products computed ahead with the first give each product's own bits, stored when their
