@@ -83,7 +83,7 @@ thread_local! {
 /// ends; before, an app that had finished transcribing held them until the thread exited.
 const KEEP_BYTES: usize = 4 << 20;
 
-/// Frees the calling thread's converted activations if they exceed [`KEEP_BYTES`]; called when
+/// Frees the calling thread's converted activations if they exceed `KEEP_BYTES`; called when
 /// a graph computation ends. Returns the bytes kept.
 pub fn trim_thread_buffers() -> usize {
     PREPARED.with(|p| {

@@ -1,7 +1,7 @@
 //! Decode-time products: weight matrices against one activation row, which read every weight
 //! row from memory once per token. Two things make them faster than the general chunk loop:
 //!
-//! * **Own runs of rows** ([`stream_order`]): each thread streams a contiguous run of chunks and
+//! * **Own runs of rows** (`stream_order`): each thread streams a contiguous run of chunks and
 //!   only then takes the other threads' leftovers, so the kernel's prefetching (a few KiB ahead
 //!   of the rows it is on) runs ahead of its own next rows.
 //! * **Siblings computed together** ([`siblings`]): products of the same activation row that
