@@ -15,6 +15,7 @@
 use crate::abi::{Rev, Tensor};
 
 pub use super::quant::type_id::{F16, F32, I32, Q4_0, Q4_1, Q8_0};
+use super::quant::WType;
 
 #[derive(Clone, Copy, Debug)]
 pub struct Raw {
@@ -187,13 +188,18 @@ pub enum Alias {
 }
 
 impl Raw {
-    /// Bytes from `data` to one past the last element (strides are non-negative in ggml).
+    /// Bytes from `data` to one past the last element (strides are non-negative in ggml). Rows
+    /// of a block format (`nb[0]` is a block's bytes, `ne[0]` counts values) end after their last
+    /// whole block.
     fn extent(&self) -> usize {
         if self.nelements() == 0 {
             return 0;
         }
-        let last: usize = (0..4).map(|i| (self.ne[i] - 1) * self.nb[i]).sum();
-        last + self.nb[0].max(if self.ty == F16 { 2 } else { 4 })
+        let row = match WType::from_ggml(self.ty) {
+            Some(w) if w.block_len() > 1 => w.row_bytes(self.ne[0]),
+            _ => (self.ne[0] - 1) * self.nb[0] + self.nb[0].max(if self.ty == F16 { 2 } else { 4 }),
+        };
+        (1..4).map(|i| (self.ne[i] - 1) * self.nb[i]).sum::<usize>() + row
     }
 }
 
@@ -261,4 +267,29 @@ pub fn with_row(dst: &Raw, src: &Raw, in_place: bool, (i1, i2, i3): (usize, usiz
         c.extend_from_slice(d);
         f(&c, d)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tensor at a fake address (never read: `alias` compares addresses only).
+    fn at(addr: usize, ty: i32, ne: [usize; 4], nb: [usize; 4]) -> Raw {
+        Raw { data: addr as *mut u8, ne, nb, ty }
+    }
+
+    /// A block format's rows end after their last whole block (`nb[0]` is a block's bytes,
+    /// `ne[0]` counts values): 2 rows of 64 Q8_0 values are 2 x 68 bytes, not `63 * 34` more.
+    #[test]
+    fn block_rows_end_after_their_last_block() {
+        let w = at(0x1000, Q8_0, [64, 2, 1, 1], [34, 68, 136, 136]);
+        let f32_at = |addr: usize| at(addr, F32, [4, 1, 1, 1], [4, 16, 16, 16]);
+        assert_eq!(alias(&f32_at(0x1000 + 136), &w), Alias::Apart);
+        assert_eq!(alias(&f32_at(0x1000 + 132), &w), Alias::Overlap);
+        assert_eq!(alias(&w, &f32_at(0x1000 - 16)), Alias::Apart);
+        // float rows: the last element's end, as before
+        let h = at(0x1000, F16, [8, 2, 1, 1], [2, 16, 32, 32]);
+        assert_eq!(alias(&f32_at(0x1000 + 32), &h), Alias::Apart);
+        assert_eq!(alias(&f32_at(0x1000 + 28), &h), Alias::Overlap);
+    }
 }

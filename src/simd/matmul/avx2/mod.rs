@@ -8,7 +8,7 @@ pub(super) mod quant;
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
 use super::{Acts, DstView, QuantizedActs, WType, Weights};
 use crate::simd::quant::blocks_from_bytes;
-use crate::simd::quant::x86_util::{hsum_ps, load8_f32};
+use crate::simd::quant::x86_util::{hsum_ps, load8_f32, prefetch_l2};
 use crate::simd::quant::{Q4_0, Q4_1, Q8_0};
 use quant::{ActRows, Avx2Tile};
 use std::arch::x86_64::*;
@@ -163,14 +163,8 @@ unsafe fn few_acts<'w, E: float::FloatElem + 'w, T: Tiles<Row = &'w [E]>, const 
     let mut i = rows.start;
     while i < rows.end {
         for r in i + FEW_PREFETCH_ROWS..(i + FEW_PREFETCH_ROWS + 2).min(rows.end) {
-            let p = tiles.w_row(r).as_ptr() as *const i8;
-            let mut b = 0;
-            while b < row_bytes {
-                // a hint: never faults
-                _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(b));
-                b += 64;
-            }
-            _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(row_bytes.saturating_sub(1)));
+            // SAFETY: AVX2 by this function's contract (a prefetch never faults).
+            unsafe { prefetch_l2(tiles.w_row(r).as_ptr() as *const u8, row_bytes) };
         }
         // SAFETY (tiles): AVX2/FMA/F16C by this function's contract; rows i, i + 1 < rows.end.
         if i + 2 <= rows.end {

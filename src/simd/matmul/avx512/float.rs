@@ -22,6 +22,7 @@
 // Register tiles index accumulators, rows and columns with the same numbers.
 #![allow(clippy::needless_range_loop)]
 
+use crate::simd::quant::x86_util::prefetch_l2;
 use std::arch::x86_64::*;
 use std::cell::RefCell;
 
@@ -277,7 +278,7 @@ unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[
     let row_bytes = (np + tail) * std::mem::size_of::<E>();
     while r0 < m {
         for r in r0 + FEW_PREFETCH_ROWS..(r0 + FEW_PREFETCH_ROWS + R).min(m) {
-            prefetch_l2(w[r].as_ptr() as *const i8, row_bytes);
+            prefetch_l2(w[r].as_ptr() as *const u8, row_bytes);
         }
         let rows: [*const E; R] = std::array::from_fn(|r| w[(r0 + r).min(m - 1)].as_ptr());
         // SAFETY: rows hold k >= np elements; features by this function's contract.
@@ -326,19 +327,6 @@ unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[
 /// instead of 16.5 (`GGML_RS_SIMD_PROFILE=1`; 8, 24 and 64 rows ahead: the same, the same,
 /// less); host generation 1.012-1.019x (11 interleaved runs, 8 to 24 rows ahead).
 const FEW_PREFETCH_ROWS: usize = 16;
-
-/// Hints that the `bytes` from `p` will be read soon, into L2. Never faults, wherever `p` points.
-#[inline]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-fn prefetch_l2(p: *const i8, bytes: usize) {
-    let mut b = 0;
-    while b < bytes {
-        _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(b));
-        b += 64;
-    }
-    // the last line, when the row starts mid-line
-    _mm_prefetch::<_MM_HINT_T1>(p.wrapping_add(bytes.saturating_sub(1)));
-}
 
 /// Every output of weight rows `w` (one chunk) against activation rows `a`, handed to
 /// `put(j, r, values)`: outputs of activation `j` for weight rows `r..r + values.len()` (`r`

@@ -19,7 +19,7 @@ use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
 use crate::simd::op::{Node, Op};
 use crate::simd::pool::share;
 use crate::simd::quant::WType;
-use crate::simd::view::F32;
+use crate::simd::view::{alias, Alias, F32};
 use parking_lot::Mutex;
 
 /// One streamed product: weights `a` (one matrix) times the one F32 row `b`, into `d`.
@@ -175,39 +175,23 @@ pub struct Later {
 /// computed now, together with `first`: streamed products of the same activation row whose
 /// activation and weights no node before them writes. Returns their positions in `later`.
 pub fn siblings(first: &Streamed, later: &[Later]) -> Vec<usize> {
-    let k = first.b.ne[0];
     let mut found = Vec::new();
     // what the nodes from `first` up to the one looked at write
     let mut between: Vec<Raw> = vec![first.d];
     for (i, node) in later.iter().enumerate() {
         if let Some(p) = node.product.filter(|p| first.shares_acts(p)) {
             // computed now, it reads the weights it would read at its turn
-            if !between.iter().any(|d| overlaps(d, &p.a, p.w.row_bytes(p.a.ne[0]))) {
+            if between.iter().all(|d| alias(d, &p.a) == Alias::Apart) {
                 found.push(i);
             }
         }
         // from a node that writes the activation on, the products would read other values
-        if overlaps(&node.dst, &first.b, 4 * k) {
+        if alias(&node.dst, &first.b) != Alias::Apart {
             break;
         }
         between.push(node.dst);
     }
     found
-}
-
-/// Whether the bytes `dst` covers meet those of `t`, whose rows are `row_bytes` long (the last
-/// element's end is computed from the rows, so quantized weights count whole blocks).
-fn overlaps(dst: &Raw, t: &Raw, row_bytes: usize) -> bool {
-    let span = |r: &Raw, row: usize| -> usize {
-        if r.ne.contains(&0) {
-            return 0;
-        }
-        (1..4).map(|i| (r.ne[i] - 1) * r.nb[i]).sum::<usize>() + row
-    };
-    let dst_row = (dst.ne[0] - 1).saturating_mul(dst.nb[0]) + dst.nb[0].max(4);
-    let (d0, d1) = (dst.data as usize, dst.data as usize + span(dst, dst_row));
-    let (t0, t1) = (t.data as usize, t.data as usize + span(t, row_bytes));
-    d0 < t1 && t0 < d1 && d1 > d0 && t1 > t0
 }
 
 /// Outputs of sibling products computed ahead of their nodes, by node index.
