@@ -45,8 +45,7 @@ pub fn run(s: &Session, dst: Raw, src: Raw) -> bool {
     // dst row is a few runs of consecutive src elements (one when the shapes are equal), and a
     // run is copied as a slice when both sides are packed along dim 0. The per-element index
     // divisions this replaces were most of CONT's time on the permuted attention outputs.
-    let n0 = dst.ne[0];
-    if n0 * dst.nb[0] <= 64 && dst.ne[2] == 1 && dst.ne[3] == 1 {
+    if dst.ne[0] * dst.nb[0] <= 64 && dst.ne[2] == 1 && dst.ne[3] == 1 {
         // One short row per cache line (the transposed V-cache write of a decode step, 192 rows
         // each in its own line of a cache the weights streamed out since the last token): ask for
         // every line first so the misses overlap instead of queuing behind one another.
@@ -55,6 +54,13 @@ pub fn run(s: &Session, dst: Raw, src: Raw) -> bool {
         }
     }
     let n0 = dst.ne[0];
+    if dst.ne == src.ne {
+        // equal shapes: element (i0, i1, i2, i3) goes to the same indices, no runs to find
+        return for_rows(s, dst.nrows(), dst.nelements(), |r| {
+            let (i1, i2, i3) = dst.row_index(r);
+            copy_run(&dst, [0, i1, i2, i3], &src, [0, i1, i2, i3], n0);
+        });
+    }
     for_rows(s, dst.nrows(), dst.nelements(), |r| {
         let (i1, i2, i3) = dst.row_index(r);
         let first = ((i3 * dst.ne[2] + i2) * dst.ne[1] + i1) * n0;
@@ -119,4 +125,46 @@ fn prefetch_write(p: *const u8) {
     };
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run;
+    use crate::simd::pool::Pool;
+    use crate::simd::quant::f16::fp32_to_fp16;
+    use crate::simd::view::{Raw, F16, F32};
+
+    /// The decode step's transposed V-cache write (a [1, 192] transposed view of an F32 row into
+    /// one half per 2 KiB cache row) and a permuted F32 -> F32 copy of equal shapes put element
+    /// (i0, i1, i2, i3) at the same indices; shapes that differ keep row-major order.
+    #[test]
+    fn strided_copies_put_each_element_where_ggml_does() {
+        let pool = Pool::new(2);
+        let s = pool.session();
+        let v: Vec<f32> = (0..192).map(|i| i as f32 * 0.37 - 20.0).collect();
+        let mut cache = vec![0u16; 192 * 1024];
+        let col = 5;
+        let src = Raw { data: v.as_ptr() as *mut u8, ne: [1, 192, 1, 1], nb: [4 * 192, 4, 4 * 192, 4 * 192], ty: F32 };
+        let dst = Raw { data: cache.as_mut_ptr().wrapping_add(col) as *mut u8, ne: [1, 192, 1, 1], nb: [2, 2 * 1024, 2 * 192 * 1024, 2 * 192 * 1024], ty: F16 };
+        assert!(run(&s, dst, src));
+        for (r, x) in v.iter().enumerate() {
+            assert_eq!(cache[r * 1024 + col], fp32_to_fp16(*x), "V row {r}");
+        }
+        assert_eq!(cache.iter().filter(|&&h| h != 0).count(), v.iter().filter(|&&x| x != 0.0).count(), "only column {col} written");
+
+        // [4, 3, 2] read through a permutation (dims 0 and 1 swapped) into a contiguous tensor
+        let a: Vec<f32> = (0..24).map(|i| i as f32).collect();
+        let mut out = vec![0f32; 24];
+        let src = Raw { data: a.as_ptr() as *mut u8, ne: [4, 3, 2, 1], nb: [12, 4, 48, 96], ty: F32 };
+        let dst = Raw { data: out.as_mut_ptr() as *mut u8, ne: [4, 3, 2, 1], nb: [4, 16, 48, 96], ty: F32 };
+        assert!(run(&s, dst, src));
+        for (i2, i1, i0) in (0..2).flat_map(|i2| (0..3).flat_map(move |i1| (0..4).map(move |i0| (i2, i1, i0)))) {
+            assert_eq!(out[i2 * 12 + i1 * 4 + i0], a[i2 * 12 + i0 * 3 + i1], "({i0}, {i1}, {i2})");
+        }
+        // the same source into [6, 4]: element k of the permuted order goes to element k
+        let mut flat = vec![0f32; 24];
+        let dst = Raw { data: flat.as_mut_ptr() as *mut u8, ne: [6, 4, 1, 1], nb: [4, 24, 96, 96], ty: F32 };
+        assert!(run(&s, dst, src));
+        assert_eq!(flat, out);
+    }
 }
