@@ -49,11 +49,16 @@ pub(crate) unsafe trait Avx512Tile: Avx2Tile {
     unsafe fn scale_min(w: &Self::W) -> (f32, f32);
     /// The activation block's quants.
     fn qs(a: &Self::A) -> &[i8; 32];
-    /// Blocks of two rows as one register: row 0's bytes in the low half, row 1's in the high.
+    /// Blocks of two rows as one register: row 0's bytes in the low half, row 1's in the high;
+    /// with [`Self::HIGH_X16`] a row's high nibbles (elements 16..32) stay in bits 4..8.
     unsafe fn pair(w0: &Self::W, w1: &Self::W) -> __m512i;
-    /// Both rows' scales (and minima) widened: `[d0, m0, d1, m1]` for Q4_1, `[d0, d1, ..]` else.
-    unsafe fn pair_scales(w0: &Self::W, w1: &Self::W) -> __m128;
-    /// Lane of row 1's scale in [`Self::pair_scales`] (row 0's is lane 0).
+    /// Whether [`Self::pair`] leaves the high nibbles in place: 16 times their value, so the
+    /// integer sums of lanes 4..8 of each half are 16 times ggml's (see [`matvec`]).
+    const HIGH_X16: bool;
+    /// Both rows' half-precision scales (and minima) as one word, lowest bits first:
+    /// `[d0, m0, d1, m1]` for Q4_1, `[d0, d1, 0, 0]` else.
+    fn pair_scale_bits(w0: &Self::W, w1: &Self::W) -> u64;
+    /// Position of row 1's scale in [`Self::pair_scale_bits`] (row 0's is 0).
     const D1_LANE: i32;
 }
 
@@ -69,6 +74,18 @@ fn nibble_pair(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
     let v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1);
     let v = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
     _mm512_and_si512(v, _mm512_set1_epi8(0x0F))
+}
+
+/// [`nibble_pair`] without the shift: the high copies keep their nibbles in bits 4..8.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn nibble_pair_x16(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
+    // SAFETY: q0 and q1 are 16 readable bytes each; loadu has no alignment requirement.
+    let (x0, x1) = unsafe { (_mm_loadu_si128(q0.as_ptr() as *const __m128i), _mm_loadu_si128(q1.as_ptr() as *const __m128i)) };
+    let v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1);
+    // per 128-bit lane: low nibbles, high nibbles in place, and again for row 1
+    let (lo, hi) = (0x0F0F_0F0F_0F0F_0F0Fu64 as i64, 0xF0F0_F0F0_F0F0_F0F0u64 as i64);
+    _mm512_and_si512(v, _mm512_set_epi64(hi, hi, lo, lo, hi, hi, lo, lo))
 }
 
 #[inline]
@@ -104,14 +121,14 @@ unsafe impl Avx512Tile for Q4_1 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
     unsafe fn pair(w0: &BlockQ4_1, w1: &BlockQ4_1) -> __m512i {
-        nibble_pair(&w0.qs, &w1.qs)
+        nibble_pair_x16(&w0.qs, &w1.qs)
     }
+    const HIGH_X16: bool = true;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair_scales(w0: &BlockQ4_1, w1: &BlockQ4_1) -> __m128 {
+    fn pair_scale_bits(w0: &BlockQ4_1, w1: &BlockQ4_1) -> u64 {
         let lo = w0.d as u64 | (w0.m as u64) << 16;
         let hi = w1.d as u64 | (w1.m as u64) << 16;
-        _mm_cvtph_ps(_mm_cvtsi64_si128((lo | hi << 32) as i64))
+        lo | hi << 32
     }
     const D1_LANE: i32 = 2;
 }
@@ -138,10 +155,12 @@ unsafe impl Avx512Tile for Q4_0 {
     unsafe fn pair(w0: &BlockQ4_0, w1: &BlockQ4_0) -> __m512i {
         nibble_pair(&w0.qs, &w1.qs)
     }
+    // its `vpdpbusd` start values (OFF times the activation's 4-byte sums) are shared with the
+    // batch tiles, which take the nibbles shifted down
+    const HIGH_X16: bool = false;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair_scales(w0: &BlockQ4_0, w1: &BlockQ4_0) -> __m128 {
-        halves2(w0.d, w1.d)
+    fn pair_scale_bits(w0: &BlockQ4_0, w1: &BlockQ4_0) -> u64 {
+        w0.d as u64 | (w1.d as u64) << 16
     }
     const D1_LANE: i32 = 1;
 }
@@ -170,10 +189,10 @@ unsafe impl Avx512Tile for Q8_0 {
         let v = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), b);
         _mm512_xor_si512(v, _mm512_set1_epi8(-128))
     }
+    const HIGH_X16: bool = false;
     #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn pair_scales(w0: &BlockQ8_0, w1: &BlockQ8_0) -> __m128 {
-        halves2(w0.d, w1.d)
+    fn pair_scale_bits(w0: &BlockQ8_0, w1: &BlockQ8_0) -> u64 {
+        w0.d as u64 | (w1.d as u64) << 16
     }
     const D1_LANE: i32 = 1;
 }
@@ -411,17 +430,37 @@ impl Panel {
 const PREFETCH_BYTES: usize = 8192;
 
 /// Matrix-vector product (one activation column) of rows `w` into `out` (`out[r]` for `w[r]`),
-/// two rows per register and `P` pairs per pass, weights unpacked as they stream in.
+/// two rows per register and `P` (at most 4) pairs per pass, weights unpacked as they stream in.
+///
+/// Per block, the pass's scales are widened together (`[d, m]` halves of 4 pairs in one
+/// conversion), multiplied by the activation's scale and, for Q4_1, fed to the minima's FMA at
+/// once; each pair's two scale products are then spread over its register halves by one
+/// permute. A lane holds the same IEEE product `dw * da` as ggml's 8-lane multiply.
+///
+/// With [`Avx512Tile::HIGH_X16`] (Q4_1) the high nibbles are not shifted down, so lanes 4..8 of
+/// each half sum 16 times ggml's integers; those lanes take `dw * (da / 16)` instead of
+/// `dw * da`. Both factors are exact: `da / 16` is a power-of-two scaling of a normal float, and
+/// `dw * (da / 16)` rounds to exactly `round(dw * da) / 16` because the product of two
+/// half-precision-derived scales (at least 2^-48 when not zero) stays far above f32's subnormal
+/// range; `float(16 * ints)` is `16 * float(ints)` for the same reason. The FMA therefore sees
+/// the same real product and rounds it the same way, and the shift (a port-0 instruction per
+/// pair and block) is gone.
 ///
 /// # Safety
 /// AVX-512 F/BW/VL/DQ/VNNI, AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &ActRows<'_, F::A>, off: &[[i32; 8]], out: &mut [f32]) {
+    const { assert!(P >= 1 && P <= 4) };
     let (rows, nb) = (w.len(), a.nb);
     assert!(a.n >= 1 && out.len() >= rows && w.iter().all(|r| r.len() >= nb));
     assert!(a.blocks.len() >= nb && a.d.len() >= nb && (!F::HAS_MIN || a.s.len() >= nb) && (F::OFF == 0 || off.len() >= nb));
-    // the scales' lanes: row 0's over the low half, row 1's over the high half
-    let d_idx = _mm512_set_epi32(F::D1_LANE, F::D1_LANE, F::D1_LANE, F::D1_LANE, F::D1_LANE, F::D1_LANE, F::D1_LANE, F::D1_LANE, 0, 0, 0, 0, 0, 0, 0, 0);
+    // Pair p's scale products: lanes 0..8 from lane 4p (row 0), 8..16 from 4p + D1_LANE (row 1),
+    // the high-nibble lanes from the second source (the products over 16) with HIGH_X16.
+    let idx: [__m512i; P] = std::array::from_fn(|p| {
+        let (r0, r1) = (4 * p as i32, 4 * p as i32 + F::D1_LANE);
+        let h = if F::HIGH_X16 { 16 } else { 0 };
+        _mm512_set_epi32(r1 + h, r1 + h, r1 + h, r1 + h, r1, r1, r1, r1, r0 + h, r0 + h, r0 + h, r0 + h, r0, r0, r0, r0)
+    });
     let pairs = rows.div_ceil(2);
     let mut p0 = 0;
     while p0 < pairs {
@@ -433,7 +472,7 @@ pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &Ac
             wr[p] = [w[r0], w[(r0 + 1).min(rows - 1)]];
         }
         let mut acc = [_mm512_setzero_ps(); P];
-        let mut summs = [_mm_setzero_ps(); P];
+        let mut summs = _mm512_setzero_ps();
         // The pass's rows as one byte range (ggml's rows lie in ascending order, usually back to
         // back), whose lines PREFETCH_BYTES further on are fetched spread over the blocks.
         let first = wr[0][0].as_ptr() as usize;
@@ -448,31 +487,34 @@ pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &Ac
             // SAFETY (unchecked reads): b < nb <= every row's length and the activations'
             // blocks / d / s / off lengths (asserted).
             let av = bcast256(F::qs(unsafe { a.blocks.get_unchecked(b) }));
-            let da = _mm512_set1_ps(unsafe { *a.d.get_unchecked(b) });
-            let sa = if F::HAS_MIN { _mm_set1_ps(unsafe { *a.s.get_unchecked(b) }) } else { _mm_setzero_ps() };
+            let da = unsafe { *a.d.get_unchecked(b) };
+            let x: [[&F::W; 2]; P] = std::array::from_fn(|p| unsafe { [wr[p][0].get_unchecked(b), wr[p][1].get_unchecked(b)] });
+            let bits: [u64; 4] = std::array::from_fn(|p| if p < P { F::pair_scale_bits(x[p][0], x[p][1]) } else { 0 });
+            let sc = _mm512_cvtph_ps(_mm256_set_epi64x(bits[3] as i64, bits[2] as i64, bits[1] as i64, bits[0] as i64));
+            let dd = _mm512_mul_ps(sc, _mm512_set1_ps(da));
+            let dd16 = if F::HIGH_X16 { _mm512_mul_ps(sc, _mm512_set1_ps(da * (1.0 / 16.0))) } else { dd };
+            if F::HAS_MIN {
+                // lanes 4p + 1 and 4p + 3 hold pair p's m0 * s and m1 * s chains (ggml's summs)
+                summs = _mm512_fmadd_ps(sc, _mm512_set1_ps(unsafe { *a.s.get_unchecked(b) }), summs);
+            }
+            let start = if F::OFF != 0 { bcast256(unsafe { off.get_unchecked(b) }) } else { _mm512_setzero_si512() };
             for p in 0..P {
-                let (x0, x1) = unsafe { (wr[p][0].get_unchecked(b), wr[p][1].get_unchecked(b)) };
                 // SAFETY: this function requires the Wide methods' CPU features.
-                let (q, sc) = unsafe { (F::pair(x0, x1), F::pair_scales(x0, x1)) };
-                if F::HAS_MIN {
-                    // lanes 1 and 3 hold m0 * s and m1 * s chains (ggml's summs per row)
-                    summs[p] = _mm_fmadd_ps(sc, sa, summs[p]);
-                }
-                let dw = _mm512_permutexvar_ps(d_idx, _mm512_castps128_ps512(sc));
-                let start = if F::OFF != 0 { bcast256(unsafe { off.get_unchecked(b) }) } else { _mm512_setzero_si512() };
+                let q = unsafe { F::pair(x[p][0], x[p][1]) };
+                let dw = if F::HIGH_X16 { _mm512_permutex2var_ps(dd, idx[p], dd16) } else { _mm512_permutexvar_ps(idx[p], dd) };
                 let ints = _mm512_dpbusd_epi32(start, q, av);
-                acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(ints), acc[p]);
+                acc[p] = _mm512_fmadd_ps(dw, _mm512_cvtepi32_ps(ints), acc[p]);
             }
         }
+        let mut sm = [0f32; 16];
+        // SAFETY: sm is 16 writable f32.
+        unsafe { _mm512_storeu_ps(sm.as_mut_ptr(), summs) };
         for p in 0..np {
             let r0 = 2 * (p0 + p);
             let (h0, h1) = hsum_pair(acc[p]);
-            let mut sm = [0f32; 4];
-            // SAFETY: sm is 4 writable f32.
-            unsafe { _mm_storeu_ps(sm.as_mut_ptr(), summs[p]) };
-            out[r0] = if F::HAS_MIN { h0 + sm[1] } else { h0 };
+            out[r0] = if F::HAS_MIN { h0 + sm[4 * p + 1] } else { h0 };
             if r0 + 1 < rows {
-                out[r0 + 1] = if F::HAS_MIN { h1 + sm[3] } else { h1 };
+                out[r0 + 1] = if F::HAS_MIN { h1 + sm[4 * p + 3] } else { h1 };
             }
         }
         p0 += np;
