@@ -21,6 +21,7 @@ use crate::simd::pool::share;
 use crate::simd::quant::WType;
 use crate::simd::view::{alias, Alias, F32};
 use parking_lot::Mutex;
+use std::ops::Range;
 
 /// One streamed product: weights `a` (one matrix) times the one F32 row `b`, into `d`.
 #[derive(Clone, Copy)]
@@ -105,22 +106,23 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
     let q = &prepared[0];
     let weights: Vec<Weights<'_>> = products.iter().map(|(p, _)| p.weights()).collect();
     let rows: usize = products.iter().map(|(p, _)| p.rows()).sum();
-    // chunks of about the same rows in every product, so that the threads' runs (counted in
-    // chunks) hold about the same rows: Q's 576 rows and K's and V's 192 in 8 + 6 + 6 chunks
-    // gave one thread twice the other's rows
-    let chunk_rows = rows.div_ceil(decode_parts(rows, 1, s.n_threads()));
-    let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = products
-        .iter_mut()
-        .enumerate()
-        .flat_map(|(i, (p, out))| {
-            let m = p.rows();
-            DstView::new(&mut out[..m], 1, m, m).split_even(m.div_ceil(chunk_rows), DECODE_MULTIPLE).into_iter().map(move |v| (i, Mutex::new(Some(v))))
-        })
-        .collect();
-    let work = |ith: usize, nth: usize| {
+    let sizes: Vec<usize> = products.iter().map(|(p, _)| p.rows()).collect();
+    let (pieces, runs) = graded_chunks(&sizes, s.n_threads());
+    let mut chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = Vec::with_capacity(pieces.len());
+    let mut pieces = pieces.iter().peekable();
+    for (i, (p, out)) in products.iter_mut().enumerate() {
+        let m = p.rows();
+        let mut rest = DstView::new(&mut out[..m], 1, m, m);
+        while let Some((_, r)) = pieces.next_if(|(pi, _)| *pi == i) {
+            let (piece, right) = rest.split_at(r.end);
+            chunks.push((i, Mutex::new(Some(piece))));
+            rest = right;
+        }
+    }
+    let work = |ith: usize, _nth: usize| {
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
-            for c in stream_order(chunks.len(), ith, nth) {
+            for c in stream_order(&runs, ith) {
                 let (i, slot) = &chunks[c];
                 let Some(view) = slot.lock().take() else { continue };
                 matmul::mul_mat(&weights[*i], &acts, q, view, &mut scratch);
@@ -139,22 +141,59 @@ pub fn compute(s: &Session, p: Streamed) -> bool {
     run(s, &mut [(p, out)])
 }
 
-/// The order in which thread `ith` of `nth` takes the `count` chunks of a streamed product: its
-/// own share of the chunks first, front to back, then the other threads' shares back to front,
-/// each chunk taken by whichever thread comes first.
+/// Where the chunks of a thread's run end, in sixteenths of the run: three big chunks, then
+/// smaller ones (1/8, 1/16, 1/16) at the end, which is where another thread steals from. With
+/// four equal chunks per thread, the thread that ran out first waited for up to a quarter of
+/// the other's run (SmolLM2's FFN gate + up: a chunk of ~11 us).
+const RUN_CUTS: [usize; 6] = [4, 8, 12, 14, 15, 16];
+
+/// The chunks of products of `rows[i]` weight rows computed together by `nth` threads: the
+/// products' rows side by side are split into one run per thread (multiples of
+/// [`DECODE_MULTIPLE`] rows), each run cut at [`RUN_CUTS`] and at the products' boundaries.
+/// Returns the chunks in row order as (product, its rows) and each thread's run as a range of
+/// chunk indices.
+fn graded_chunks(rows: &[usize], nth: usize) -> (Vec<(usize, Range<usize>)>, Vec<Range<usize>>) {
+    let total: usize = rows.iter().sum();
+    let units = total.div_ceil(DECODE_MULTIPLE);
+    let at = |u: usize| (u * DECODE_MULTIPLE).min(total);
+    let mut chunks = Vec::new();
+    let mut runs = Vec::with_capacity(nth);
+    // (product, first row of the product in the rows side by side)
+    let mut product = (0, 0);
+    for t in 0..nth.max(1) {
+        let (a, b) = share(units, t, nth.max(1));
+        let first = chunks.len();
+        let mut start = at(a);
+        for f in RUN_CUTS {
+            let end = at(a + (b - a) * f / 16);
+            while start < end {
+                while start >= product.1 + rows[product.0] {
+                    product = (product.0 + 1, product.1 + rows[product.0]);
+                }
+                let stop = end.min(product.1 + rows[product.0]);
+                chunks.push((product.0, start - product.1..stop - product.1));
+                start = stop;
+            }
+        }
+        runs.push(first..chunks.len());
+    }
+    (chunks, runs)
+}
+
+/// The order in which thread `ith` takes the chunks of a streamed product: its own run first,
+/// front to back, then the other threads' runs back to front, each chunk taken by whichever
+/// thread comes first.
 ///
 /// With chunks handed out in turn from one counter, the next chunk of a thread lay past the
 /// other thread's, so each chunk started with nothing in flight and its last prefetches fetched
 /// the other thread's rows. Own runs keep each thread's stream contiguous (SmolLM2's generation
-/// 1.048-1.076x on two threads), and taking the others' leftovers from their far end still
-/// balances a thread the OS delays.
-fn stream_order(count: usize, ith: usize, nth: usize) -> impl Iterator<Item = usize> {
-    let (a, b) = share(count, ith, nth);
-    let others = (1..nth).flat_map(move |t| {
-        let (a, b) = share(count, (ith + t) % nth, nth);
-        (a..b).rev()
-    });
-    (a..b).chain(others)
+/// 1.048-1.076x on two threads), and taking the others' leftovers from their far end (the
+/// small chunks of [`RUN_CUTS`]) still balances a thread the OS delays.
+fn stream_order(runs: &[Range<usize>], ith: usize) -> impl Iterator<Item = usize> + '_ {
+    let n = runs.len();
+    let own = runs.get(ith).cloned().unwrap_or(0..0);
+    let others = (1..=n).map(move |t| (ith + t) % n).filter(move |&r| r != ith).flat_map(move |r| runs[r].clone().rev());
+    own.chain(others)
 }
 
 /// Nodes after a streamed product that [`siblings`] looks at (SmolLM2's V product is the sixth
@@ -359,16 +398,41 @@ mod tests {
     /// chunks at the far end of its run.
     #[test]
     fn stream_order_runs_own_chunks_then_steals_from_the_far_end() {
-        assert_eq!(stream_order(8, 0, 2).collect::<Vec<_>>(), [0, 1, 2, 3, 7, 6, 5, 4]);
-        assert_eq!(stream_order(8, 1, 2).collect::<Vec<_>>(), [4, 5, 6, 7, 3, 2, 1, 0]);
-        assert_eq!(stream_order(7, 1, 3).collect::<Vec<_>>(), [3, 4, 5, 6, 2, 1, 0]);
-        assert_eq!(stream_order(5, 0, 1).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
-        for (count, nth) in [(0, 2), (1, 2), (3, 4), (192, 2), (13, 3)] {
-            for ith in 0..nth {
-                let mut seen: Vec<usize> = stream_order(count, ith, nth).collect();
-                seen.sort_unstable();
-                assert_eq!(seen, (0..count).collect::<Vec<_>>(), "count {count}, thread {ith} of {nth}");
+        let two = [0..4, 4..8];
+        assert_eq!(stream_order(&two, 0).collect::<Vec<_>>(), [0, 1, 2, 3, 7, 6, 5, 4]);
+        assert_eq!(stream_order(&two, 1).collect::<Vec<_>>(), [4, 5, 6, 7, 3, 2, 1, 0]);
+        let three = [0..3, 3..5, 5..7];
+        assert_eq!(stream_order(&three, 1).collect::<Vec<_>>(), [3, 4, 6, 5, 2, 1, 0]);
+        assert_eq!(stream_order(&[0..5], 0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        // a thread without a run of its own (serial fallback) takes every run from the far end
+        assert_eq!(stream_order(&two, 2).collect::<Vec<_>>(), [7, 6, 5, 4, 3, 2, 1, 0]);
+    }
+
+    /// The products' rows side by side, one run per thread, each run cut into 4/16, 4/16, 4/16,
+    /// 2/16, 1/16 and 1/16 of its rows (multiples of 8) and at the products' boundaries: every
+    /// row of every product in exactly one chunk, the smallest chunks at a run's end.
+    #[test]
+    fn graded_chunks_cover_every_row_once_small_ones_last() {
+        // Q, K and V of SmolLM2 on two threads: 480 rows each
+        let (chunks, runs) = graded_chunks(&[576, 192, 192], 2);
+        assert_eq!(runs, [0..6, 6..14]);
+        let lens = |r: Range<usize>| chunks[r].iter().map(|(_, r)| r.len()).collect::<Vec<_>>();
+        assert_eq!(lens(runs[0].clone()), [120, 120, 120, 56, 32, 32]);
+        // thread 1's run (rows 480..960) starts in Q and is cut where K and V begin
+        assert_eq!(chunks[6..10], [(0, 480..576), (1, 0..24), (1, 24..144), (1, 144..192)]);
+        assert_eq!(lens(runs[1].clone()), [96, 24, 120, 48, 72, 56, 32, 32]);
+        for (sizes, nth) in [(vec![576usize, 192, 192], 2), (vec![1536, 1536], 2), (vec![49152], 2), (vec![13], 2), (vec![8, 8, 40], 3), (vec![576], 1), (vec![200, 64, 72], 4)] {
+            let (chunks, runs) = graded_chunks(&sizes, nth);
+            assert_eq!(runs.len(), nth);
+            assert_eq!(runs.first().map(|r| r.start), Some(0));
+            assert!(runs.windows(2).all(|w| w[0].end == w[1].start) && runs.last().map(|r| r.end) == Some(chunks.len()));
+            for (i, &m) in sizes.iter().enumerate() {
+                let mut got: Vec<usize> = chunks.iter().filter(|(p, _)| *p == i).flat_map(|(_, r)| r.clone()).collect();
+                assert!(got.windows(2).all(|w| w[0] < w[1]), "{sizes:?}: product {i} in row order");
+                got.dedup();
+                assert_eq!(got, (0..m).collect::<Vec<_>>(), "{sizes:?} on {nth}: product {i}");
             }
+            assert!(chunks.iter().all(|(_, r)| !r.is_empty()));
         }
     }
 }
