@@ -141,6 +141,9 @@ pub fn compute(s: &Session, p: Streamed) -> bool {
     run(s, &mut [(p, out)])
 }
 
+/// A chunk of a streamed product: (the product's index, its weight rows).
+type Piece = (usize, Range<usize>);
+
 /// Where the chunks of a thread's run end, in sixteenths of the run: three big chunks, then
 /// smaller ones (1/8, 1/16, 1/16) at the end, which is where another thread steals from. With
 /// four equal chunks per thread, the thread that ran out first waited for up to a quarter of
@@ -152,7 +155,7 @@ const RUN_CUTS: [usize; 6] = [4, 8, 12, 14, 15, 16];
 /// [`DECODE_MULTIPLE`] rows), each run cut at [`RUN_CUTS`] and at the products' boundaries.
 /// Returns the chunks in row order as (product, its rows) and each thread's run as a range of
 /// chunk indices.
-fn graded_chunks(rows: &[usize], nth: usize) -> (Vec<(usize, Range<usize>)>, Vec<Range<usize>>) {
+fn graded_chunks(rows: &[usize], nth: usize) -> (Vec<Piece>, Vec<Range<usize>>) {
     let total: usize = rows.iter().sum();
     let units = total.div_ceil(DECODE_MULTIPLE);
     let at = |u: usize| (u * DECODE_MULTIPLE).min(total);
@@ -403,7 +406,7 @@ mod tests {
         assert_eq!(stream_order(&two, 1).collect::<Vec<_>>(), [4, 5, 6, 7, 3, 2, 1, 0]);
         let three = [0..3, 3..5, 5..7];
         assert_eq!(stream_order(&three, 1).collect::<Vec<_>>(), [3, 4, 6, 5, 2, 1, 0]);
-        assert_eq!(stream_order(&[0..5], 0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+        assert_eq!(stream_order(std::slice::from_ref(&(0..5)), 0).collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
         // a thread without a run of its own (serial fallback) takes every run from the far end
         assert_eq!(stream_order(&two, 2).collect::<Vec<_>>(), [7, 6, 5, 4, 3, 2, 1, 0]);
     }
