@@ -209,8 +209,12 @@ impl QuantizedActs {
                 self.q8_0.resize(nb * n, BlockQ8_0::default());
                 rows(&mut self.q8_0, nb, n, par, |j, out| q8_0::quantize_row_at(level, acts.row(j), out));
                 self.d.resize(nb * n, 0.0);
-                for (i, b) in self.q8_0.iter().enumerate() {
-                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
+                // block-major: d[b * n + j] is block b of row j (nested loops: the index
+                // divisions per block were most of a decode step's activation preparation)
+                for (j, row) in self.q8_0.chunks_exact(nb).enumerate() {
+                    for (b, blk) in row.iter().enumerate() {
+                        self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
+                    }
                 }
                 #[cfg(target_arch = "x86_64")]
                 if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 {
@@ -226,9 +230,12 @@ impl QuantizedActs {
                 rows(&mut self.q8_1, nb, n, par, |j, out| q8_1::quantize_row_at(level, acts.row(j), out));
                 self.d.resize(nb * n, 0.0);
                 self.s.resize(nb * n, 0.0);
-                for (i, b) in self.q8_1.iter().enumerate() {
-                    self.d[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.d);
-                    self.s[(i % nb) * n + i / nb] = quant::f16::fp16_to_fp32(b.s);
+                // block-major, as for Q8_0
+                for (j, row) in self.q8_1.chunks_exact(nb).enumerate() {
+                    for (b, blk) in row.iter().enumerate() {
+                        self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
+                        self.s[b * n + j] = quant::f16::fp16_to_fp32(blk.s);
+                    }
                 }
             }
         }

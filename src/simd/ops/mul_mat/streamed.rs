@@ -85,6 +85,9 @@ pub(super) fn decode_parts(m: usize, batches: usize, threads: usize) -> usize {
 /// `products[0]` and its siblings `products[1..]` (all sharing `products[0]`'s activation row),
 /// each into its output slice. Every output keeps the one-product arithmetic.
 fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
+    // with GGML_RS_SIMD_PROFILE: what a product costs before its rows (quantizing the
+    // activation, cutting the chunks), ~1.1 us per product of a SmolLM2 decode step
+    let entered = crate::simd::profile::enabled().then(std::time::Instant::now);
     let first = products[0].0;
     let k = first.b.ne[0];
     let acts = Acts::new(first.b.f32_at(0, k), k, 1, k);
@@ -129,6 +132,9 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
             }
         })
     };
+    if let Some(t0) = entered {
+        crate::simd::profile::record("(streamed) product set up before its threads start".to_string(), t0.elapsed());
+    }
     let ok = if rows * k < SERIAL_MACS { std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok() } else { s.run(&work) };
     drop(chunks);
     PREPARED.with(|p| *p.borrow_mut() = prepared);
