@@ -506,7 +506,7 @@ fn bench_matvec() {
     use std::time::Instant;
     let mut rng = Lcg::new(1);
     let (k, rows) = (576, 1536);
-    for wtype in [WType::Q4_1, WType::Q8_0] {
+    for wtype in [WType::Q4_1, WType::Q4_0, WType::Q8_0] {
         let tw = TestWeights::new(wtype, k, rows, &mut rng);
         let bytes: Vec<u8> = {
             let w = tw.weights();
