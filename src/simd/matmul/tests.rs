@@ -424,7 +424,8 @@ fn split_acts_even_partitions() {
 }
 
 /// The AVX-512 level gives the AVX2 level's bits (ggml's AVX2 order) on every shape edge:
-/// odd row counts and chunk remainders, column tails, n = 1 (matrix-vector), extreme quants.
+/// odd row counts and chunk remainders, column tails (of the panel tiles too: n = 9, 10, 11), n = 1
+/// (matrix-vector), extreme quants.
 #[test]
 fn avx512_level_matches_avx2_bitwise() {
     if !available_levels().contains(&SimdLevel::Avx512) {
@@ -436,7 +437,7 @@ fn avx512_level_matches_avx2_bitwise() {
             for &rows in &[1usize, 2, 5, 16, 17, 35] {
                 let tw = TestWeights::new(wtype, k, rows, &mut rng);
                 let w = tw.weights();
-                for &n in &[1usize, 2, 3, 4, 5, 7, 9, 17] {
+                for &n in &[1usize, 2, 3, 4, 5, 7, 9, 10, 11, 17] {
                     // a few saturated values per row so quants reach -127 / 127
                     let acts: Vec<f32> = (0..n * k).map(|i| if i % 37 == 0 { 50.0 } else if i % 41 == 0 { -50.0 } else { rng.next_gauss() }).collect();
                     let a = Acts::new(&acts, k, n, k);

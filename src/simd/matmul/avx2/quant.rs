@@ -205,10 +205,8 @@ fn finish<F: Avx2Tile, const R: usize, const C: usize>(acc: [[__m256; C]; R], su
 /// the tile's vector instructions).
 pub(crate) struct Panel<F: Avx2Tile> {
     prep: Vec<F::Prep>,
-    /// Every block's scale `d` in all eight lanes: a vector multiply with the broadcast
-    /// activation scale then gives `dw * da` (a scalar `d` was multiplied and broadcast per output
-    /// and block, one more instruction on the busy vector ports).
-    d: Vec<__m256>,
+    /// Every block's scale `d`, as f32.
+    d: Vec<f32>,
     /// Every block's minimum `m` (Q4_1), as f32.
     m: Vec<f32>,
     /// Q4_1: every output's `m * s` sum ([`Self::with_min_sums`]).
@@ -233,7 +231,7 @@ impl<F: Avx2Tile> Panel<F> {
                 // SAFETY: AVX2/FMA/F16C by this function's contract.
                 let (p, d, m) = unsafe { F::prep(blk) };
                 prep.push(p);
-                dv.push(_mm256_set1_ps(d));
+                dv.push(d);
                 mv.push(m);
             }
         }
@@ -304,10 +302,13 @@ impl<F: Avx2Tile> Panel<F> {
     }
 }
 
+/// Blocks whose scale products [`panel_tile`] computes ahead of their integer products.
+const SCALE_RUN: usize = 16;
+
 /// One unpacked weight row of a [`Panel`].
 pub(crate) struct PanelRow<'p, F: Avx2Tile> {
     prep: &'p [F::Prep],
-    d: &'p [__m256],
+    d: &'p [f32],
     m: &'p [f32],
     /// The row's `m * s` sums ([`Panel::with_min_sums`]).
     summs: MinSumsRow<'p>,
@@ -331,6 +332,7 @@ impl<F: Avx2Tile> Copy for PanelRow<'_, F> {}
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: [PanelRow<'_, F>; R], a: &ActRows<'_, F::A>, c0: usize) -> [[f32; C]; R] {
     const { assert!(C <= 4, "Q4_1's minimum sums are kept one column per __m128 lane") };
+    const { assert!(R <= 2, "the scale products of a block are one vector, four lanes per row") };
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.prep.len() >= nb && r.d.len() >= nb && r.m.len() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
@@ -352,19 +354,47 @@ pub(crate) unsafe fn panel_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
     // right away, so the live registers are the R x C accumulators, R unpacked weight blocks and
     // one activation block (row-outer kept all C activation blocks live and spilled).
     let mut acc = [[_mm256_setzero_ps(); C]; R];
-    for b in 0..nb {
-        let col = b * a.n + c0;
-        let p: [F::Prep; R] = std::array::from_fn(|r| unsafe { *w[r].prep.get_unchecked(b) });
-        for c in 0..C {
-            let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
-            let da = unsafe { *a.d.get_unchecked(col + c) };
-            let dav = _mm256_set1_ps(da);
-            for r in 0..R {
-                let q = unsafe { F::ints(p[r], qa) };
-                let dw = unsafe { *w[r].d.get_unchecked(b) };
-                acc[r][c] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dav), q, acc[r][c]);
+    let mut dd = [[0f32; 8]; SCALE_RUN];
+    let mut b0 = 0;
+    while b0 < nb {
+        let run = (nb - b0).min(SCALE_RUN);
+        // ggml's `dw * da` of output (r, c) in lane 4r + c: one multiply per block for the whole
+        // tile, stored so that the block loop takes each product as a broadcasting load (a load
+        // port) instead of one multiply per output and block on the two busy vector ports
+        for (i, dd) in dd[..run].iter_mut().enumerate() {
+            let b = b0 + i;
+            let col = b * a.n + c0;
+            let dw = unsafe {
+                if R == 2 {
+                    _mm256_set_m128(_mm_set1_ps(*w[1].d.get_unchecked(b)), _mm_set1_ps(*w[0].d.get_unchecked(b)))
+                } else {
+                    _mm256_set1_ps(*w[0].d.get_unchecked(b))
+                }
+            };
+            let da = if C == 4 {
+                // SAFETY: col + 3 < n * nb (see above); loadu has no alignment requirement.
+                unsafe { _mm_loadu_ps(a.d.as_ptr().add(col)) }
+            } else {
+                let mut d4 = [0f32; 4];
+                d4[..C].copy_from_slice(unsafe { a.d.get_unchecked(col..col + C) });
+                // SAFETY: d4 is 4 readable f32.
+                unsafe { _mm_loadu_ps(d4.as_ptr()) }
+            };
+            // SAFETY: dd holds 8 writable f32.
+            unsafe { _mm256_storeu_ps(dd.as_mut_ptr(), _mm256_mul_ps(dw, _mm256_set_m128(da, da))) };
+        }
+        for (i, dd) in dd[..run].iter().enumerate() {
+            let b = b0 + i;
+            let p: [F::Prep; R] = std::array::from_fn(|r| unsafe { *w[r].prep.get_unchecked(b) });
+            for c in 0..C {
+                let qa = unsafe { F::acts(a.blocks.get_unchecked((c0 + c) * nb + b)) };
+                for r in 0..R {
+                    let q = unsafe { F::ints(p[r], qa) };
+                    acc[r][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(&dd[4 * r + c]), q, acc[r][c]);
+                }
             }
         }
+        b0 += run;
     }
     finish::<F, R, C>(acc, summs)
 }
