@@ -500,13 +500,15 @@ fn matvec_tiny_scales_match_avx2_bitwise() {
 
 /// Decode-shaped matrix-vector throughput with hot (one matrix) and cold (many matrices, more
 /// than the caches) weights, per SIMD level, on one thread. Not a test:
-/// `cargo test --release --lib bench_matvec -- --ignored --nocapture`
+/// `cargo test --release --lib bench_matvec -- --ignored --nocapture` (`BENCH_MATVEC_ROWS=576`:
+/// another row count than the FFN's 1536)
 #[test]
 #[ignore = "timing printout"]
 fn bench_matvec() {
     use std::time::Instant;
     let mut rng = Lcg::new(1);
-    let (k, rows) = (576, 1536);
+    let rows = std::env::var("BENCH_MATVEC_ROWS").ok().and_then(|v| v.parse().ok()).unwrap_or(1536);
+    let k = 576;
     for wtype in [WType::Q4_1, WType::Q4_0, WType::Q8_0] {
         let tw = TestWeights::new(wtype, k, rows, &mut rng);
         let bytes: Vec<u8> = {
