@@ -1,7 +1,7 @@
 use super::*;
 use crate::simd::cpu_features::available_levels;
 use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
-use crate::simd::quant::test_util::{nmse, Lcg};
+use crate::simd::quant::test_util::{bits, nmse, Lcg};
 use crate::simd::quant::{blocks_as_bytes, QuantBlock, QK};
 
 const TYPES: [WType; 5] = [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q8_0];
@@ -452,9 +452,7 @@ fn avx512_level_matches_avx2_bitwise() {
                             mul_mat_vec_at(level, &w, &a, &q, v);
                         }
                     }
-                    let wb: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
-                    let gb: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
-                    assert_eq!(gb, wb, "{wtype:?} k={k} rows={rows} n={n}");
+                    assert_eq!(bits(&got), bits(&want), "{wtype:?} k={k} rows={rows} n={n}");
                 }
             }
         }
@@ -486,9 +484,7 @@ fn matvec_tiny_scales_match_avx2_bitwise() {
                     q.prepare_at(level, wtype, &a);
                     mul_mat_vec_at(level, &w, &a, &q, DstView::new(buf, 1, tw.rows, tw.rows));
                 }
-                let wb: Vec<u32> = want.iter().map(|x| x.to_bits()).collect();
-                let gb: Vec<u32> = got.iter().map(|x| x.to_bits()).collect();
-                assert_eq!(gb, wb, "{wtype:?} weights x{ws} acts x{asc}");
+                assert_eq!(bits(&got), bits(&want), "{wtype:?} weights x{ws} acts x{asc}");
                 // down to here the scaled rows' block scales are (subnormal) halves, not zero
                 if asc == 1.0 && ws >= if wtype == WType::Q8_0 { 1e-5 } else { 1e-6 } {
                     assert!(want.iter().skip(1).step_by(2).any(|&x| x != 0.0), "{wtype:?} x{ws}: the scaled rows vanished");

@@ -8,6 +8,7 @@ use super::copy;
 use super::unary::{self, Unary};
 use super::rope::{RopeParams, MODE_NEOX};
 use crate::simd::pool::Pool;
+use crate::simd::quant::test_util::bits;
 use crate::simd::view::{Raw, F16, F32, I32};
 
 fn values(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
@@ -26,10 +27,6 @@ fn values(n: usize, seed: u32, lo: f32, hi: f32) -> Vec<f32> {
 fn raw(buf: &mut [f32], ne: [usize; 3]) -> Raw {
     assert!(buf.len() >= ne.iter().product());
     Raw { data: buf.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * ne[0] * ne[1] * ne[2]], ty: F32 }
-}
-
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
 }
 
 /// Runs `op(dst, src)` out of place and in place on the same input and compares the bits.

@@ -341,6 +341,7 @@ fn table(s: &Session, p: &RopeParams, ne0: usize, pos: &Raw, freq_factors: Optio
 mod tests {
     use super::*;
     use crate::simd::pool::Pool;
+    use crate::simd::quant::test_util::bits;
 
     fn raw_f32(buf: &mut [f32], ne: [usize; 3]) -> Raw {
         Raw { data: buf.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [4, 4 * ne[0], 4 * ne[0] * ne[1], 4 * buf.len()], ty: F32 }
@@ -398,7 +399,7 @@ mod tests {
             let pr = Raw { data: pos.as_mut_ptr() as *mut u8, ne: [pos.len(), 1, 1, 1], nb: [4, 4 * pos.len(), 4 * pos.len(), 4 * pos.len()], ty: I32 };
             let fr = ff.map(|f| Raw { data: f.as_mut_ptr() as *mut u8, ne: [f.len(), 1, 1, 1], nb: [4, 4 * f.len(), 4 * f.len(), 4 * f.len()], ty: F32 });
             assert!(rope(&s, raw_f32(&mut d, ne), raw_f32(&mut a, ne), pr, fr, p));
-            d.iter().map(|v| v.to_bits()).collect()
+            bits(&d)
         };
         let first = run(&mut pos, None, &params(10000.0), true);
         assert_eq!(run(&mut pos, None, &params(10000.0), false), first);

@@ -285,6 +285,12 @@ pub(crate) mod test_util {
         h
     }
 
+    /// The bit patterns of `v`: outputs that must equal stock's bit for bit (signed zeros and
+    /// NaN payloads included), compared as integers.
+    pub fn bits(v: &[f32]) -> Vec<u32> {
+        v.iter().map(|x| x.to_bits()).collect()
+    }
+
     pub fn f32_bytes(v: &[f32]) -> Vec<u8> {
         v.iter().flat_map(|x| x.to_le_bytes()).collect()
     }
