@@ -62,17 +62,23 @@ pub(crate) unsafe trait Avx512Tile: Avx2Tile {
     const D1_LANE: i32;
 }
 
+/// `[q0, q0, q1, q1]`: each 4-bit block's 16 bytes twice, row 0 in the low half. Two
+/// broadcasting loads, the second merged into the high half (one ALU instruction, where an
+/// insert and a lane shuffle took two, both on the shuffle port).
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn packed_pair(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
+    // SAFETY: q0 and q1 are 16 readable bytes each; loadu has no alignment requirement.
+    let (x0, x1) = unsafe { (_mm_loadu_si128(q0.as_ptr() as *const __m128i), _mm_loadu_si128(q1.as_ptr() as *const __m128i)) };
+    _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1)
+}
+
 /// `[q0 | q1]` nibbles of two 4-bit blocks, unpacked to bytes in element order per half.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 fn nibble_pair(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
-    // [q0, q0, q1, q1] as two broadcasting loads, the second merged into the high half (one
-    // ALU instruction, where an insert and a lane shuffle took two, both on the shuffle port);
-    // the second copy of each row is then shifted down a nibble (its high nibbles)
-    // SAFETY: q0 and q1 are 16 readable bytes each; loadu has no alignment requirement.
-    let (x0, x1) = unsafe { (_mm_loadu_si128(q0.as_ptr() as *const __m128i), _mm_loadu_si128(q1.as_ptr() as *const __m128i)) };
-    let v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1);
-    let v = _mm512_srlv_epi64(v, _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
+    // the second copy of each row shifted down a nibble (its high nibbles)
+    let v = _mm512_srlv_epi64(packed_pair(q0, q1), _mm512_set_epi64(4, 4, 0, 0, 4, 4, 0, 0));
     _mm512_and_si512(v, _mm512_set1_epi8(0x0F))
 }
 
@@ -80,12 +86,9 @@ fn nibble_pair(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
 fn nibble_pair_x16(q0: &[u8; 16], q1: &[u8; 16]) -> __m512i {
-    // SAFETY: q0 and q1 are 16 readable bytes each; loadu has no alignment requirement.
-    let (x0, x1) = unsafe { (_mm_loadu_si128(q0.as_ptr() as *const __m128i), _mm_loadu_si128(q1.as_ptr() as *const __m128i)) };
-    let v = _mm512_mask_broadcast_i32x4(_mm512_broadcast_i32x4(x0), 0xFF00, x1);
     // per 128-bit lane: low nibbles, high nibbles in place, and again for row 1
     let (lo, hi) = (0x0F0F_0F0F_0F0F_0F0Fu64 as i64, 0xF0F0_F0F0_F0F0_F0F0u64 as i64);
-    _mm512_and_si512(v, _mm512_set_epi64(hi, hi, lo, lo, hi, hi, lo, lo))
+    _mm512_and_si512(packed_pair(q0, q1), _mm512_set_epi64(hi, hi, lo, lo, hi, hi, lo, lo))
 }
 
 #[inline]
