@@ -93,6 +93,10 @@ fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -
         if abort() {
             return Ok(STATUS_ABORTED);
         }
+        if ahead.fused == Some(i) {
+            // computed with the product before it
+            continue;
+        }
         let Some(t) = obj(node) else { bail!("graph has a NULL node") };
         let ok = if super::profile::enabled() {
             let t0 = std::time::Instant::now();
@@ -136,7 +140,35 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
             return Ok(ahead.compute(s, first, &later, &picked));
         }
     }
+    if let Some((at, then)) = fused_softmax(nodes, i, t, &n) {
+        ensure!(supported(t, &n), "op {} of '{}' is not supported by SIMD", crate::host::op_name::<R>(t.op), t.name());
+        ahead.fused = Some(at);
+        return Ok(ops::mul_mat::mul_mat_softmax(s, &n, &then));
+    }
     compute_node(s, t, &n)
+}
+
+/// The SOFT_MAX (its node index and rows) that can run right after product `t` (node `i`, read
+/// as `n`), chunk by chunk (`ops::mul_mat::mul_mat_softmax`): it is the product's only reader in
+/// `nodes`, its only other input is its mask, and every node between the two is a view, so
+/// computing it early changes no order. `t` must not be a graph output either: scores its mask
+/// throws away are then never computed.
+fn fused_softmax<R: Rev>(nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, n: &Node) -> Option<(usize, ops::softmax::Rows)> {
+    if n.op != Op::MulMat || t.flags & TENSOR_FLAG_OUTPUT != 0 || t.data.is_null() || !supported(t, n) {
+        return None;
+    }
+    let me = t as *const Tensor<R> as *mut Tensor<R>;
+    let reads = |r: &Tensor<R>| r.view_src == me || r.src.contains(&me);
+    let mut readers = nodes[i + 1..].iter().enumerate().filter(|(_, &p)| obj(p).is_some_and(reads));
+    let ((o, &p), None) = (readers.next()?, readers.next()) else { return None };
+    let reader = obj(p)?;
+    let sm = Node::of(reader);
+    let views_between = nodes[i + 1..i + 1 + o].iter().all(|&p| obj(p).is_some_and(|v| is_trivial(Op::of(v))));
+    let only_src0 = reader.src[0] == me && reader.view_src != me && !reader.src[1..].contains(&me);
+    if sm.op != Op::SoftMax || !only_src0 || !views_between || reader.data.is_null() || !supported(reader, &sm) {
+        return None;
+    }
+    Some((i + 1 + o, ops::softmax::Rows::of(&sm)?))
 }
 
 /// `t` (read as `n`) as a streamed product this backend computes, if it is one.

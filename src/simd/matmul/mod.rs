@@ -283,6 +283,14 @@ impl<'a> DstView<'a> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(j * self.stride), self.rows.len()) }
     }
 
+    /// Sets every covered element to `v`.
+    #[cfg(test)]
+    pub(crate) fn fill(&mut self, v: f32) {
+        for j in self.acts.clone() {
+            self.row_mut(j).fill(v);
+        }
+    }
+
     /// Pointer to element (0, `i`) for sgemm.
     fn col_ptr(&mut self, i: usize) -> *mut f32 {
         debug_assert!(self.rows.contains(&i));

@@ -4,6 +4,7 @@
 //! split into chunks of weight rows x activation rows inside every batch (`batch_blocks`).
 //! Decoding's products of one weight matrix and one activation row are `streamed`.
 
+pub mod causal;
 pub mod streamed;
 
 use super::{Raw, Session};
@@ -151,8 +152,25 @@ pub fn compute(s: &Session, n: &Node) -> bool {
 }
 
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
+    product(s, d, a, b, None)
+}
+
+
+/// [`mul_mat`] (node `n`) followed by the softmax whose only input it is (`then`, the rows of
+/// the next node): each chunk's softmax rows are computed as soon as the chunk is, while its
+/// scores are still in the thread's cache (whisper's 1500 x 1500 scores per head went to memory
+/// and back in between). With a causal mask the scores it masks are not computed at all
+/// ([`causal`]). Chunks of whole rows only; other products run the softmax after them.
+pub fn mul_mat_softmax(s: &Session, n: &Node, then: &super::softmax::Rows) -> bool {
+    product(s, n.dst, n.src(0), n.src(1), Some(then))
+}
+
+/// `then`: see [`mul_mat_softmax`].
+fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Rows>) -> bool {
+    // the softmax after the whole product, when its rows cannot follow the chunks
+    let softmax_after = |then: Option<&super::softmax::Rows>| then.is_none_or(|t| super::for_rows(s, d.nrows(), d.nelements(), |r| t.row(r, None)));
     if let Some(p) = streamed::Streamed::new(d, a, b) {
-        return streamed::compute(s, p);
+        return streamed::compute(s, p) && softmax_after(then);
     }
     let w = WType::from_ggml(a.ty).expect("checked by supports");
     let (k, m, n) = (a.ne[0], a.ne[1], b.ne[1]);
@@ -162,7 +180,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     // with grouped-query attention), with `rows_per` activation rows each
     let batches: Vec<(usize, usize)> = (0..b.ne[3]).flat_map(|i3| (0..b.ne[2]).step_by(group).map(move |i2| (i2, i3))).collect();
     if m == 0 || n == 0 || batches.is_empty() {
-        return true;
+        return softmax_after(then);
     }
     let rows_per = n * group;
     // the dimension that steps from one activation row of a product to the next, in b and d:
@@ -260,6 +278,18 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
         let (parts, act_parts) = batch_blocks(w, k, m, n, batches.len(), s.n_threads());
         (parts, 16, act_parts)
     };
+    // a chunk of whole rows (one head's queries, all its keys) ends with its softmax rows, each
+    // reading only the keys its mask leaves (`limits`, per query)
+    let fused = then.filter(|_| !gemm && parts == 1 && group == 1);
+    let limits: Option<Vec<usize>> = fused
+        .filter(|t| n >= causal::MIN_QUERIES && t.masks_by_adding())
+        .and_then(|t| causal::limits(t.mask()?, m, n));
+    let softmax_row = |bi: usize, j: usize| {
+        if let Some(t) = fused {
+            let (i2, i3) = batches[bi];
+            t.row(j + n * (i2 + d.ne[2] * i3), limits.as_ref().map(|l| l[j]));
+        }
+    };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
@@ -285,7 +315,12 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
                     continue;
                 }
                 let q = quantized.get(*bi).unwrap_or(&empty);
-                matmul::mul_mat(&weights_of(*bi), &acts_of(*bi), q, view, &mut scratch);
+                let (w, acts, rows) = (weights_of(*bi), acts_of(*bi), view.act_rows());
+                match &limits {
+                    Some(limits) => causal::split(view, limits, |v| matmul::mul_mat(&w, &acts, q, v, &mut scratch)),
+                    None => matmul::mul_mat(&w, &acts, q, view, &mut scratch),
+                }
+                rows.for_each(|j| softmax_row(*bi, j));
             }
         })
     };
@@ -299,7 +334,7 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     };
     drop(chunks);
     PREPARED.with(|p| *p.borrow_mut() = quantized);
-    ok
+    ok && (fused.is_some() || softmax_after(then))
 }
 
 #[cfg(test)]

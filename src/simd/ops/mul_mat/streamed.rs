@@ -248,6 +248,8 @@ pub struct Ahead {
     done: Vec<(usize, Vec<f32>)>,
     /// buffers of outputs already stored, for the next siblings
     spare: Vec<Vec<f32>>,
+    /// A softmax node computed with the product before it (`exec::fused_softmax`).
+    pub fused: Option<usize>,
 }
 
 impl Ahead {
