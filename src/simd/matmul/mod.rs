@@ -129,6 +129,20 @@ impl<'a> Weights<'a> {
         unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u16, self.k) }
     }
 
+    /// The first `k` elements of every row (F16 / F32: see `ops::mul_mat::causal::trim_keys`).
+    pub fn prefix(&self, k: usize) -> Weights<'a> {
+        assert!(k <= self.k && matches!(self.wtype, WType::F16 | WType::F32), "prefix of {k} from a row of {}", self.k);
+        Weights { k, row_bytes: self.wtype.row_bytes(k), ..*self }
+    }
+
+    /// Row `i`'s elements as f32 bits or half bits, for checks that read no values (F16 / F32).
+    pub fn row_bits(&self, i: usize) -> RowBits<'a> {
+        match self.wtype {
+            WType::F16 => RowBits::F16(self.row_f16(i)),
+            _ => RowBits::F32(self.row_f32(i)),
+        }
+    }
+
     /// Writes row `i` as `k` floats.
     fn dequantize_row_at(&self, level: SimdLevel, i: usize, out: &mut [f32]) {
         self.wtype.to_f32_at(level, self.row(i), out)
@@ -161,9 +175,21 @@ impl<'a> Acts<'a> {
         self.n
     }
 
-    fn row(&self, j: usize) -> &'a [f32] {
+    pub fn row(&self, j: usize) -> &'a [f32] {
         &self.data[j * self.stride..j * self.stride + self.k]
     }
+
+    /// The first `k` elements of every row.
+    pub fn prefix(&self, k: usize) -> Acts<'a> {
+        assert!(k <= self.k);
+        Acts { k, ..*self }
+    }
+}
+
+/// A float weight row ([`Weights::row_bits`]).
+pub enum RowBits<'a> {
+    F16(&'a [u16]),
+    F32(&'a [f32]),
 }
 
 /// Mutable view of the outputs one worker computes: a block of weight rows (output columns) x

@@ -284,6 +284,9 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
     let limits: Option<Vec<usize>> = fused
         .filter(|t| n >= causal::MIN_QUERIES && t.masks_by_adding())
         .and_then(|t| causal::limits(t.mask()?, m, n));
+    // float products over many activations skip the keys where all of a block's activations are
+    // zero (the probabilities of masked keys: `causal::trim_keys`)
+    let trim = matches!(w, WType::F16 | WType::F32) && !gemm && group == 1 && n >= causal::MIN_QUERIES && k >= 2 * causal::KEY_STEP;
     let softmax_row = |bi: usize, j: usize| {
         if let Some(t) = fused {
             let (i2, i3) = batches[bi];
@@ -318,6 +321,7 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
                 let (w, acts, rows) = (weights_of(*bi), acts_of(*bi), view.act_rows());
                 match &limits {
                     Some(limits) => causal::split(view, limits, |v| matmul::mul_mat(&w, &acts, q, v, &mut scratch)),
+                    None if trim => causal::trim_keys(view, &w, &acts, |v, k| matmul::mul_mat(&w.prefix(k), &acts.prefix(k), q, v, &mut scratch)),
                     None => matmul::mul_mat(&w, &acts, q, view, &mut scratch),
                 }
                 rows.for_each(|j| softmax_row(*bi, j));

@@ -21,7 +21,7 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q4_0 => quant_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
-        WType::F16 => float_rows(|i| w.row_f16(i), |j| q.hb_row(j), dst),
+        WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
     }
 }

@@ -23,7 +23,7 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
             WType::Q4_0 => wide_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::Q4_1 => wide_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), &[], dst),
             WType::Q8_0 => wide_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
-            WType::F16 => float_rows_avx512(|i| w.row_f16(i), |j| q.h_row(j), dst),
+            WType::F16 => float_rows_avx512(|i| w.row_f16(i), |j| &q.h_row(j)[..w.k()], dst),
             WType::F32 => float_rows_avx512(|i| w.row_f32(i), |j| acts.row(j), dst),
         }
     }

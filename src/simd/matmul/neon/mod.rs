@@ -51,7 +51,7 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
         // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
-        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| q.h_row(j)), dst) },
+        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| &q.h_row(j)[..w.k()]), dst) },
         WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.act_rows(), |j| acts.row(j)), dst) },
     }
 }
@@ -70,7 +70,7 @@ pub(super) fn half_products(level: crate::simd::cpu_features::SimdLevel) -> bool
 /// The CPU must have FEAT_FP16.
 #[target_feature(enable = "fp16")]
 unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
-    let a: Vec<&[u16]> = dst.act_rows().map(|j| q.hb_row(j)).collect();
+    let a: Vec<&[u16]> = dst.act_rows().map(|j| &q.hb_row(j)[..w.k()]).collect();
     let tiles = HalfTiles { w, a, first: dst.act_rows().start };
     let mut rows = dst.weight_rows();
     if dst.is_single_act() {

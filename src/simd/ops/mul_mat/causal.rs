@@ -13,9 +13,16 @@
 //! Stock's result differs only where its own score times the scale overflows to +inf (its
 //! softmax then reads `inf - inf = NaN` at the masked keys too); the executor applies this only
 //! when the softmax is the product's one reader (see `exec::fused_softmax`).
+//!
+//! The product after the softmax (KQV: values x probabilities) then multiplies each query's
+//! masked keys' zero probabilities. [`trim_keys`] stops its float dot products at the last
+//! nonzero activation, rounded up to [`KEY_STEP`]: in ggml's F16/F32 dot products every lane
+//! starts at +0 and can never become -0, so adding a product `v * 0 = ±0` changes nothing, and
+//! the steps and leftovers after the cut add only such products. Exact whenever the skipped
+//! weights are finite, which is checked (`inf * 0` is NaN).
 
 use super::super::Raw;
-use crate::simd::matmul::DstView;
+use crate::simd::matmul::{Acts, DstView, RowBits, Weights};
 use crate::simd::view::{F16, F32};
 
 /// Activation (query) rows cut off together: each block computes the keys its last query needs,
@@ -81,6 +88,63 @@ pub fn split(view: DstView<'_>, limits: &[usize], mut compute: impl FnMut(DstVie
     }
 }
 
+/// Float dot products are cut at multiples of this: ggml's F16/F32 dot products take 64 (AVX-512),
+/// 32 (AVX2, NEON F16) or 16 (NEON F32) elements per step, so a cut at a multiple of 64 ends a
+/// step on every level and leaves no leftovers of its own.
+pub const KEY_STEP: usize = 64;
+
+/// A chunk of a float product (F16 / F32 weights, prefixes of which [`Weights::prefix`] and
+/// [`Acts::prefix`] make) computed by `compute(part, k)` in blocks of [`BLOCK`] activation rows,
+/// each block's dot products stopping after its rows' last nonzero activation rounded up to
+/// [`KEY_STEP`] where the weights after that are finite (see the module doc). Same outputs as
+/// `compute(view, k)`.
+pub fn trim_keys(view: DstView<'_>, w: &Weights<'_>, acts: &Acts<'_>, mut compute: impl FnMut(DstView<'_>, usize)) {
+    let k = w.k();
+    let (rows, act_rows) = (view.weight_rows(), view.act_rows());
+    // from where on every weight of the chunk's rows is finite (read once, when a block needs it)
+    let mut finite_from: Option<usize> = None;
+    let mut finite_from = || {
+        *finite_from.get_or_insert_with(|| {
+            rows.clone()
+                .map(|i| match w.row_bits(i) {
+                    RowBits::F16(r) => last_block(r, |h| h & 0x7c00 == 0x7c00),
+                    RowBits::F32(r) => last_block(r, |x| !x.is_finite()),
+                })
+                .max()
+                .unwrap_or(0)
+        })
+    };
+    let mut cut = |j: usize| {
+        let end = (j + BLOCK).min(act_rows.end);
+        let used = (j..end).map(|r| last_block(acts.row(r), |x| x != 0.0)).max().unwrap_or(0).max(KEY_STEP);
+        if used < k && used >= finite_from() { used } else { k }
+    };
+    // neighbouring blocks with the same cut in one call (no cut at all: the whole view)
+    let mut rest = view;
+    let (mut start, mut k_run) = (act_rows.start, cut(act_rows.start));
+    let mut j = act_rows.start;
+    while j < act_rows.end {
+        let next = (j + BLOCK).min(act_rows.end);
+        let k_next = if next < act_rows.end { cut(next) } else { usize::MAX };
+        if k_next != k_run {
+            let (run, after) = rest.split_acts_at(next);
+            rest = after;
+            compute(run, k_run);
+            (start, k_run) = (next, k_next);
+        }
+        j = next;
+    }
+    debug_assert!(start == act_rows.end);
+}
+
+/// The end of the last [`KEY_STEP`] elements of `row` that hold one for which `hit` is true (0
+/// when none does).
+fn last_block<T: Copy>(row: &[T], hit: impl Fn(T) -> bool) -> usize {
+    let steps = row.len().div_ceil(KEY_STEP);
+    // (each step's test a fold rather than an early exit, so that it vectorizes)
+    (0..steps).rev().find(|&s| row[s * KEY_STEP..((s + 1) * KEY_STEP).min(row.len())].iter().fold(false, |any, &x| any | hit(x))).map_or(0, |s| ((s + 1) * KEY_STEP).min(row.len()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +154,48 @@ mod tests {
         let mut data: Vec<f32> = rows.concat();
         let raw = Raw { data: data.as_mut_ptr().cast(), ne: [n_kv, rows.len(), 1, 1], nb: [4, 4 * n_kv, 4 * n_kv * rows.len(), 4 * n_kv * rows.len()], ty: F32 };
         (data, raw)
+    }
+
+    /// Activation rows ending in more and more zeros, through `trim_keys` and through one
+    /// product over the full rows: the same bits; and an infinite weight past a cut stops it.
+    #[test]
+    fn trimmed_float_products_equal_full_ones() {
+        use crate::simd::matmul::{mul_mat, QuantizedActs};
+        use crate::simd::quant::WType;
+        let (k, m, n) = (320, 12, 70);
+        let mut lcg = 7u32;
+        let mut next = || {
+            lcg = lcg.wrapping_mul(1664525).wrapping_add(1013904223);
+            (lcg >> 8) as f32 / (1u32 << 24) as f32 - 0.5
+        };
+        let mut wv: Vec<f32> = (0..k * m).map(|_| next()).collect();
+        // query j's activations: nonzero up to 4 * j (the probabilities of a causal row), -0
+        // and +0 after
+        let a: Vec<f32> = (0..n * k).map(|e| if e % k < 4 * (e / k) + 1 { next() } else if e % 2 == 0 { -0.0 } else { 0.0 }).collect();
+        let acts = Acts::new(&a, k, n, k);
+        for inf_at in [None, Some(300)] {
+            if let Some(at) = inf_at {
+                wv[5 * k + at] = f32::INFINITY;
+            }
+            let bytes: Vec<u8> = wv.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let w = Weights::new(&bytes, WType::F32, k, 4 * k, m);
+            let (mut full, mut trimmed) = (vec![0f32; n * m], vec![0f32; n * m]);
+            let q = QuantizedActs::new();
+            mul_mat(&w, &acts, &q, DstView::new(&mut full, n, m, m), &mut Vec::new());
+            let mut cuts = Vec::new();
+            trim_keys(DstView::new(&mut trimmed, n, m, m), &w, &acts, |v, kk| {
+                cuts.push((v.act_rows(), kk));
+                mul_mat(&w.prefix(kk), &acts.prefix(kk), &q, v, &mut Vec::new());
+            });
+            assert_eq!(crate::simd::quant::test_util::bits(&trimmed), crate::simd::quant::test_util::bits(&full));
+            if inf_at.is_none() {
+                // rows 0..32 use up to 125 activations, 32..64 up to 253, 64..70 all 320
+                assert_eq!(cuts, [(0..32, 128), (32..64, 256), (64..70, 320)]);
+            } else {
+                assert!(cuts.iter().all(|(_, kk)| *kk == k), "a cut before an infinite weight: {cuts:?}");
+                assert!(full[5].is_nan());
+            }
+        }
     }
 
     #[test]
