@@ -89,6 +89,11 @@ pub fn run(s: &Session, dst: Raw, src: Raw) -> bool {
 /// Copies `len` elements along dim 0 from `src` at `j` to `dst` at `i`, converting F32/F16.
 fn copy_run(dst: &Raw, i: [usize; 4], src: &Raw, j: [usize; 4], len: usize) {
     let ts = |t: &Raw| if t.ty == F16 { 2 } else { 4 };
+    if len == 1 && src.ty != dst.ty {
+        // one element (the transposed V-cache write of a decode step, 192 rows of one): the
+        // slice conversions' set-up cost more than the element
+        return dst.write_f32(i[0], i[1], i[2], i[3], src.read_f32(j[0], j[1], j[2], j[3]));
+    }
     if dst.nb[0] == ts(dst) && src.nb[0] == ts(src) {
         let (dp, sp) = (dst.ptr(i[0], i[1], i[2], i[3]), src.ptr(j[0], j[1], j[2], j[3]) as *const u8);
         // SAFETY: both runs lie inside their tensors (indices < ne along every dim, `len` along dim
