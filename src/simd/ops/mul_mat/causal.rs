@@ -148,6 +148,7 @@ fn last_block<T: Copy>(row: &[T], hit: impl Fn(T) -> bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::simd::quant::test_util::bits;
 
     fn f32_mask(rows: &[Vec<f32>]) -> (Vec<f32>, Raw) {
         let n_kv = rows[0].len();
@@ -187,13 +188,51 @@ mod tests {
                 cuts.push((v.act_rows(), kk));
                 mul_mat(&w.prefix(kk), &acts.prefix(kk), &q, v, &mut Vec::new());
             });
-            assert_eq!(crate::simd::quant::test_util::bits(&trimmed), crate::simd::quant::test_util::bits(&full));
+            assert_eq!(bits(&trimmed), bits(&full));
             if inf_at.is_none() {
                 // rows 0..32 use up to 125 activations, 32..64 up to 253, 64..70 all 320
                 assert_eq!(cuts, [(0..32, 128), (32..64, 256), (64..70, 320)]);
             } else {
                 assert!(cuts.iter().all(|(_, kk)| *kk == k), "a cut before an infinite weight: {cuts:?}");
                 assert!(full[5].is_nan());
+            }
+        }
+    }
+
+    /// On every level the softmax's arithmetic has, a row masked with -inf from `limit` on comes
+    /// out the same from its first `needed(limit)` elements (the rest written as 0) as from the
+    /// whole row, whatever the scores past the limit are: row lengths around the 8- and 4-lane
+    /// groups and their leftovers, F32 and F16 masks.
+    #[test]
+    fn softmax_of_the_needed_prefix_equals_the_whole_masked_row() {
+        use crate::simd::cpu_features::available_levels;
+        use crate::simd::softmax_row::{soft_max_row_at, Mask};
+        let mut lcg = 11u32;
+        let mut next = || {
+            lcg = lcg.wrapping_mul(1664525).wrapping_add(1013904223);
+            (lcg >> 8) as f32 / (1u32 << 24) as f32 * 8.0 - 4.0
+        };
+        for level in available_levels() {
+            for n in [7, 37, 64, 100, 256, 301] {
+                for limit in [1, 3, 8, 9, 31, 33, n - 1, n] {
+                    let limit = limit.min(n);
+                    let x: Vec<f32> = (0..n).map(|_| next()).collect();
+                    let mask: Vec<f32> = (0..n).map(|i| if i < limit { -(i as f32) * 0.01 } else { f32::NEG_INFINITY }).collect();
+                    let halves: Vec<u8> = mask.iter().flat_map(|&m| crate::simd::quant::f16::fp32_to_fp16(m).to_le_bytes()).collect();
+                    for f16_mask in [false, true] {
+                        let m = || if f16_mask { Mask::F16(&halves) } else { Mask::F32(&mask) };
+                        let mut whole = vec![0f32; n];
+                        soft_max_row_at(level, &x, &mut whole, m(), 0.125, 1.0);
+                        // the scores past the limit are not computed: anything finite
+                        let mut x2 = x.clone();
+                        x2[needed(limit, n)..].fill(1e30);
+                        let read = needed(limit, n);
+                        let mut part = vec![f32::NAN; n];
+                        soft_max_row_at(level, &x2[..read], &mut part[..read], m(), 0.125, 1.0);
+                        part[read..].fill(0.0);
+                        assert_eq!(bits(&part), bits(&whole), "{level:?} n {n} limit {limit} f16 mask {f16_mask}");
+                    }
+                }
             }
         }
     }
