@@ -154,18 +154,25 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
 /// computing it early changes no order. `t` must not be a graph output either: scores its mask
 /// throws away are then never computed.
 fn fused_softmax<R: Rev>(nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, n: &Node) -> Option<(usize, ops::softmax::Rows)> {
-    if n.op != Op::MulMat || t.flags & TENSOR_FLAG_OUTPUT != 0 || t.data.is_null() || !supported(t, n) {
+    // (decoding's products of a row or a few gain nothing, and the scan for other readers below
+    // would run after every one of them)
+    if n.op != Op::MulMat || n.dst.ne[1] < ops::mul_mat::causal::MIN_QUERIES || t.flags & TENSOR_FLAG_OUTPUT != 0 || t.data.is_null() {
         return None;
     }
     let me = t as *const Tensor<R> as *mut Tensor<R>;
+    // the first node after the views is the softmax, with the product as its input
+    let o = nodes[i + 1..].iter().position(|&p| obj(p).is_none_or(|v| !is_trivial(Op::of(v))))?;
+    let reader = obj(nodes[i + 1 + o])?;
+    if Op::of(reader) != Op::SoftMax || reader.src[0] != me || reader.view_src == me || reader.src[1..].contains(&me) || reader.data.is_null() {
+        return None;
+    }
+    // and no other node reads it (the views between included)
     let reads = |r: &Tensor<R>| r.view_src == me || r.src.contains(&me);
-    let mut readers = nodes[i + 1..].iter().enumerate().filter(|(_, &p)| obj(p).is_some_and(reads));
-    let ((o, &p), None) = (readers.next()?, readers.next()) else { return None };
-    let reader = obj(p)?;
+    if nodes[i + 1..].iter().enumerate().any(|(k, &p)| k != o && obj(p).is_some_and(reads)) {
+        return None;
+    }
     let sm = Node::of(reader);
-    let views_between = nodes[i + 1..i + 1 + o].iter().all(|&p| obj(p).is_some_and(|v| is_trivial(Op::of(v))));
-    let only_src0 = reader.src[0] == me && reader.view_src != me && !reader.src[1..].contains(&me);
-    if sm.op != Op::SoftMax || !only_src0 || !views_between || reader.data.is_null() || !supported(reader, &sm) {
+    if !supported(t, n) || !supported(reader, &sm) {
         return None;
     }
     Some((i + 1 + o, ops::softmax::Rows::of(&sm)?))
