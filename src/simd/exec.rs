@@ -141,7 +141,6 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
         }
     }
     if let Some((at, then)) = fused_softmax(nodes, i, t, &n) {
-        ensure!(supported(t, &n), "op {} of '{}' is not supported by SIMD", crate::host::op_name::<R>(t.op), t.name());
         ahead.fused = Some(at);
         return Ok(ops::mul_mat::mul_mat_softmax(s, &n, &then));
     }

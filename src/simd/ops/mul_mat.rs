@@ -155,12 +155,11 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
     product(s, d, a, b, None)
 }
 
-
 /// [`mul_mat`] (node `n`) followed by the softmax whose only input it is (`then`, the rows of
-/// the next node): each chunk's softmax rows are computed as soon as the chunk is, while its
-/// scores are still in the thread's cache (whisper's 1500 x 1500 scores per head went to memory
-/// and back in between). With a causal mask the scores it masks are not computed at all
-/// ([`causal`]). Chunks of whole rows only; other products run the softmax after them.
+/// the next node): each chunk's softmax rows are computed as soon as the chunk is, so that with
+/// a causal mask the scores it masks need not be computed at all ([`causal`]); SmolLM2's chunks
+/// of scores (128 KiB) are also still in the thread's cache then, whisper's (4.5 MB) are not.
+/// Chunks of whole rows only; other products run the softmax after them.
 pub fn mul_mat_softmax(s: &Session, n: &Node, then: &super::softmax::Rows) -> bool {
     product(s, n.dst, n.src(0), n.src(1), Some(then))
 }
@@ -287,12 +286,6 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
     // float products over many activations skip the keys where all of a block's activations are
     // zero (the probabilities of masked keys: `causal::trim_keys`)
     let trim = matches!(w, WType::F16 | WType::F32) && !gemm && group == 1 && n >= causal::MIN_QUERIES && k >= 2 * causal::KEY_STEP;
-    let softmax_row = |bi: usize, j: usize| {
-        if let Some(t) = fused {
-            let (i2, i3) = batches[bi];
-            t.row(j + n * (i2 + d.ne[2] * i3), limits.as_ref().map(|l| l[j]));
-        }
-    };
     let chunks: Vec<(usize, Mutex<Option<DstView<'_>>>)> = batches
         .iter()
         .enumerate()
@@ -324,7 +317,10 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
                     None if trim => causal::trim_keys(view, &w, &acts, |v, k| matmul::mul_mat(&w.prefix(k), &acts.prefix(k), q, v, &mut scratch)),
                     None => matmul::mul_mat(&w, &acts, q, view, &mut scratch),
                 }
-                rows.for_each(|j| softmax_row(*bi, j));
+                if let Some(t) = fused {
+                    let (i2, i3) = batches[*bi];
+                    rows.for_each(|j| t.row(j + n * (i2 + d.ne[2] * i3), limits.as_ref().map(|l| l[j])));
+                }
             }
         })
     };

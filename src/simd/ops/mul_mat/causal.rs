@@ -121,7 +121,7 @@ pub fn trim_keys(view: DstView<'_>, w: &Weights<'_>, acts: &Acts<'_>, mut comput
     };
     // neighbouring blocks with the same cut in one call (no cut at all: the whole view)
     let mut rest = view;
-    let (mut start, mut k_run) = (act_rows.start, cut(act_rows.start));
+    let mut k_run = cut(act_rows.start);
     let mut j = act_rows.start;
     while j < act_rows.end {
         let next = (j + BLOCK).min(act_rows.end);
@@ -130,11 +130,11 @@ pub fn trim_keys(view: DstView<'_>, w: &Weights<'_>, acts: &Acts<'_>, mut comput
             let (run, after) = rest.split_acts_at(next);
             rest = after;
             compute(run, k_run);
-            (start, k_run) = (next, k_next);
+            k_run = k_next;
         }
         j = next;
     }
-    debug_assert!(start == act_rows.end);
+    debug_assert!(rest.act_rows().is_empty());
 }
 
 /// The end of the last [`KEY_STEP`] elements of `row` that hold one for which `hit` is true (0
