@@ -140,6 +140,15 @@ int main(int argc, char ** argv) {
     {   struct G(context) * c = new_ctx();
         tensor_t * v = G(new_tensor_3d)(c, C(TYPE_F16), 1500, 64, 2), * kq = G(new_tensor_3d)(c, C(TYPE_F32), 1500, 1500, 2);
         bench("mul_mat f16 KQV 64x1500 x 1500 x 2", c, G(mul_mat)(c, v, kq)); }
+    /* whisper base's encoder products (F16 weights, 1500 frames): projections, FFN up, FFN down */
+    {   int64_t ws[][2] = { {512, 512}, {512, 2048}, {2048, 512} };
+        for (int s = 0; s < 3; s++) {
+            struct G(context) * c = new_ctx();
+            tensor_t * a = G(new_tensor_2d)(c, C(TYPE_F16), ws[s][0], ws[s][1]);
+            tensor_t * x = G(new_tensor_2d)(c, C(TYPE_F32), ws[s][0], 1500);
+            snprintf(name, sizeof name, "mul_mat f16 %lldx%lld x 1500", (long long) ws[s][1], (long long) ws[s][0]);
+            bench(name, c, G(mul_mat)(c, a, x));
+        } }
     /* SmolLM2's prompt attention (256 tokens): 9 query heads over 3 F16 KV heads, K a view of
        the cache (rows 192 halves apart), V the transposed cache */
     {   struct G(context) * c = new_ctx();

@@ -87,21 +87,39 @@ pub(super) enum QKind {
     Q8_1,
 }
 
-/// Whether F16 products at `level` read their activations as half bits ([`QuantizedActs::hb`])
-/// rather than as a widened f32 copy: the AVX2 tiles (which widen them with `vcvtph2ps` as they
-/// load them, at the rate of plain loads) and NEON with FP16 arithmetic (which multiplies them
-/// as halves).
-pub(super) fn halves(level: SimdLevel) -> bool {
+/// Whether F16 products at `level` with rows of `k` elements read their activations as half
+/// bits ([`QuantizedActs::hb`]) rather than as a widened f32 copy: the AVX2 tiles (which widen
+/// them with `vcvtph2ps` as they load them, at the rate of plain loads), NEON with FP16
+/// arithmetic (which multiplies them as halves), and the AVX-512 tiles when a tile's four
+/// activation rows of f32 would take more than half of L1 ([`AVX512_HALVES_MIN_K`]).
+pub(super) fn halves(level: SimdLevel, k: usize) -> bool {
     #[cfg(target_arch = "x86_64")]
-    return crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx2;
+    return match crate::simd::cpu_features::clamp_level(level) {
+        SimdLevel::Avx2 => true,
+        SimdLevel::Avx512 => k >= AVX512_HALVES_MIN_K,
+        _ => false,
+    };
     #[cfg(target_arch = "aarch64")]
-    return super::neon::half_products(level);
+    return {
+        let _ = k;
+        super::neon::half_products(level)
+    };
     #[allow(unreachable_code)]
     {
-        let _ = level;
+        let _ = (level, k);
         false
     }
 }
+
+/// Shortest rows for which the AVX-512 F16 tiles read half-bit activations, widening them as they
+/// load them: the 2 x 4 tile keeps four activation rows in L1 while the chunk's weight rows
+/// stream past, and four f32 rows of 1024 elements are already half of a 32 KiB L1. With longer
+/// f32 rows both streams came from L2 (whisper base's KQV, k = 1500, and FFN down, k = 2048, ran
+/// at 60-65 % of the projections' multiply-add rate); as halves those products took 0.81x and
+/// 0.76x the time (`bench_ops_lm 2 7 "x 1500"`, 5 interleaved runs). Shorter rows stay f32: the
+/// conversions cost more than they save there (k = 512: 1.07-1.10x as halves, k = 576: 1.10-1.16x).
+#[cfg(target_arch = "x86_64")]
+const AVX512_HALVES_MIN_K: usize = 1024;
 
 /// Activation rows converted to the partner format of a quantized weight type (Q8_0 for Q4_0 and
 /// Q8_0 weights, Q8_1 for Q4_1), computed once per MUL_MAT and then read by every thread.
@@ -120,6 +138,8 @@ pub struct QuantizedActs {
     /// For F16 weights elsewhere ([`halves`]): the same rows as half bit patterns (row `j` at
     /// `j * h_stride`), as ggml's F16 work buffer holds them: half the bytes of `h`.
     pub(super) hb: Vec<u16>,
+    /// Whether the F16 activations were prepared as `hb` (else as `h`).
+    pub(super) halves: bool,
     /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
     /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
     #[cfg(target_arch = "x86_64")]
@@ -147,6 +167,7 @@ impl QuantizedActs {
             s: Vec::new(),
             h: Vec::new(),
             hb: Vec::new(),
+            halves: false,
             #[cfg(target_arch = "x86_64")]
             off: Vec::new(),
             h_off: 0,
@@ -191,12 +212,14 @@ impl QuantizedActs {
                 self.h_stride = hs;
                 // the kernels that read half bits get no f32 copy (it was twice the bytes of
                 // ggml's F16 work buffer: 72 MB during whisper base's KQV)
-                if halves(level) {
+                self.halves = halves(level, k);
+                if self.halves {
                     self.h.clear();
                     self.hb.resize(n * hs, 0);
                     rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
                     return;
                 }
+                self.hb.clear();
                 self.h.resize(n * hs + 15, 0.0);
                 self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
                 let off = self.h_off;

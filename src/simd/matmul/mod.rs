@@ -27,6 +27,8 @@ mod gemm;
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 mod walk;
 #[cfg(target_arch = "x86_64")]
+mod heads;
+#[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;

@@ -356,22 +356,24 @@ fn activation_blocks_match_whole() {
     }
 }
 
-/// The AVX2 kernel for rows of 64 (lanes across weight rows, `avx2::heads`) gives the bits of
-/// the row-lane tile (ggml's order) for every output: F16 and F32 weights, row counts around
-/// its groups of eight, odd activation counts, signed zeros and sums that cancel.
+/// The x86 kernels for rows of 64 (lanes across weight rows, `heads`: eight lanes on AVX2,
+/// sixteen on AVX-512) give the bits of the row-lane tile (ggml's order) for every output: F16 and
+/// F32 weights, row counts around both lane groups, activation counts on both sides of the
+/// few-row tiles and of the four-row steps, signed zeros and sums that cancel.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn head_rows_match_row_lane_tiles() {
     if !available_levels().contains(&SimdLevel::Avx2) {
         return;
     }
+    let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| available_levels().contains(l)).collect();
     let mut rng = Lcg::new(64);
     let k = 64;
     for &wtype in &[WType::F16, WType::F32] {
-        for &rows in &[1usize, 7, 8, 9, 33] {
+        for &rows in &[1usize, 7, 8, 9, 15, 16, 17, 33] {
             let tw = TestWeights::new(wtype, k, rows, &mut rng);
             let w = tw.weights();
-            for &n in &[2usize, 3, 9, 17] {
+            for &n in &[2usize, 3, 5, 6, 9, 17] {
                 // every 5th activation a zero of either sign, every 7th a large value that
                 // cancels against its neighbour, so the folding order shows in the low bits
                 let acts: Vec<f32> = (0..n * k)
@@ -385,19 +387,23 @@ fn head_rows_match_row_lane_tiles() {
                 let a = Acts::new(&acts, k, n, k);
                 let mut q = QuantizedActs::new();
                 q.prepare_at(SimdLevel::Avx2, wtype, &a);
-                let mut got = vec![f32::NAN; n * rows];
-                mul_mat_vec_at(SimdLevel::Avx2, &w, &a, &q, DstView::new(&mut got, n, rows, rows));
-                for j in 0..n {
-                    for i in 0..rows {
-                        // SAFETY: AVX2/FMA/F16C checked above; the rows are k long.
-                        let want = unsafe {
-                            if wtype == WType::F16 {
-                                avx2::float::float_tile::<u16, 1, 1>([w.row_f16(i)], [q.hb_row(j)])[0][0]
-                            } else {
-                                avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [a.row(j)])[0][0]
-                            }
-                        };
-                        assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{wtype:?} rows={rows} n={n} ({j}, {i})");
+                for &level in &levels {
+                    let mut lq = QuantizedActs::new();
+                    lq.prepare_at(level, wtype, &a);
+                    let mut got = vec![f32::NAN; n * rows];
+                    mul_mat_vec_at(level, &w, &a, &lq, DstView::new(&mut got, n, rows, rows));
+                    for j in 0..n {
+                        for i in 0..rows {
+                            // SAFETY: AVX2/FMA/F16C checked above; the rows are k long.
+                            let want = unsafe {
+                                if wtype == WType::F16 {
+                                    avx2::float::float_tile::<u16, 1, 1>([w.row_f16(i)], [q.hb_row(j)])[0][0]
+                                } else {
+                                    avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [a.row(j)])[0][0]
+                                }
+                            };
+                            assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{level:?} {wtype:?} rows={rows} n={n} ({j}, {i})");
+                        }
                     }
                 }
             }
@@ -425,15 +431,17 @@ fn split_acts_even_partitions() {
 
 /// The AVX-512 level gives the AVX2 level's bits (ggml's AVX2 order) on every shape edge:
 /// odd row counts and chunk remainders, column tails (of the panel tiles too: n = 9, 10, 11), n = 1
-/// (matrix-vector), extreme quants.
+/// (matrix-vector), extreme quants; F16 and F32 rows with and without leftovers, on both sides of
+/// the length where the AVX-512 F16 tiles read half-bit activations (`acts::halves`).
 #[test]
 fn avx512_level_matches_avx2_bitwise() {
     if !available_levels().contains(&SimdLevel::Avx512) {
         return;
     }
     let mut rng = Lcg::new(77);
-    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0] {
-        for &k in &[32usize, 96, 576] {
+    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0, WType::F16, WType::F32] {
+        let ks: &[usize] = if matches!(wtype, WType::F16 | WType::F32) { &[64, 100, 1024, 1500] } else { &[32, 96, 576] };
+        for &k in ks {
             for &rows in &[1usize, 2, 5, 16, 17, 35] {
                 let tw = TestWeights::new(wtype, k, rows, &mut rng);
                 let w = tw.weights();

@@ -1,97 +1,95 @@
-//! Float products whose rows are exactly one attention head long (`k` = 64: whisper's and
-//! SmolLM2's KQ), with the vector lanes across eight weight rows instead of along the row.
-//!
-//! ggml's order gives each output four accumulators of two multiply-adds each, then a fold and a
-//! horizontal sum: with lanes along the row (the [`super::float`] tiles) the sum is a lane
-//! shuffle per output and the tile's 32 accumulators do not fit the 16 registers, so whisper's
-//! KQ ran at a quarter of the FMA rate. Here lane `r` of a vector is weight row `8g + r`: the
-//! same multiply-adds, folds and sums of the same operands happen lane by lane, with no shuffle,
-//! and a finished vector is eight neighbouring outputs of one activation row, stored at once.
-//! The weights are widened into a transposed f32 panel once per chunk (element `e` of the eight
-//! rows side by side); each activation value is broadcast from memory.
+//! The AVX2 vectors of the head-row kernel ([`crate::simd::matmul::heads`]): eight lanes, two
+//! activation rows per panel load (the sixteen registers hold two rows' accumulators).
 
 use super::float::FloatElem;
+use crate::simd::matmul::heads::{self, LaneRows, Lanes};
 use crate::simd::matmul::DstView;
 use std::arch::x86_64::*;
-use std::cell::RefCell;
 
-/// The row length this kernel multiplies.
-pub(super) const K: usize = 64;
+pub(super) use heads::{FEW_ACTS, K};
 
-thread_local! {
-    /// Each worker's transposed weight panel, reused across chunks and products.
-    static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+/// AVX2's `__m256`.
+pub(super) struct Avx2Lanes;
+
+// SAFETY: AVX2/FMA intrinsics only; callers hold the features (trait contract).
+unsafe impl Lanes for Avx2Lanes {
+    type V = __m256;
+    const LANES: usize = 8;
+    #[inline(always)]
+    unsafe fn zero() -> __m256 {
+        _mm256_setzero_ps()
+    }
+    #[inline(always)]
+    unsafe fn load(p: *const f32) -> __m256 {
+        // SAFETY: 8 readable floats by the contract.
+        unsafe { _mm256_loadu_ps(p) }
+    }
+    #[inline(always)]
+    unsafe fn splat(p: *const f32) -> __m256 {
+        // SAFETY: one readable float by the contract.
+        unsafe { _mm256_broadcast_ss(&*p) }
+    }
+    #[inline(always)]
+    unsafe fn fma(a: __m256, b: __m256, c: __m256) -> __m256 {
+        _mm256_fmadd_ps(a, b, c)
+    }
+    #[inline(always)]
+    unsafe fn add(a: __m256, b: __m256) -> __m256 {
+        _mm256_add_ps(a, b)
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut f32, v: __m256) {
+        // SAFETY: 8 writable floats by the contract.
+        unsafe { _mm256_storeu_ps(p, v) }
+    }
+    #[inline(never)]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [__m256; C] {
+        // SAFETY: passed on from this function's contract.
+        unsafe { heads::group::<Self, C>(p, a) }
+    }
+}
+
+// SAFETY: as above (F16C for half rows).
+unsafe impl<E: FloatElem> LaneRows<E> for Avx2Lanes {
+    #[inline(always)]
+    unsafe fn transpose(rows: &[&[E]], panel: *mut f32) {
+        assert!(rows.len() == 8 && rows.iter().all(|r| r.len() >= K));
+        for e0 in (0..K).step_by(8) {
+            // SAFETY: every row holds K elements (asserted) and e0 + 8 <= K; the panel holds
+            // K * 8 floats and (e0 + 7) * 8 + 8 <= that; features by the contract.
+            unsafe {
+                let mut v = [_mm256_setzero_ps(); 8];
+                for r in 0..8 {
+                    v[r] = E::load8(rows[r].as_ptr().add(e0));
+                }
+                let t = transpose8(v);
+                for (i, v) in t.into_iter().enumerate() {
+                    _mm256_storeu_ps(panel.add((e0 + i) * 8), v);
+                }
+            }
+        }
+    }
+    #[inline(always)]
+    unsafe fn widen(row: &[E], out: *mut f32) {
+        assert!(row.len() >= K);
+        for q in 0..K / 8 {
+            // SAFETY: the row holds K elements (asserted) and out K floats; features by the
+            // contract.
+            unsafe { _mm256_storeu_ps(out.add(8 * q), E::load8(row.as_ptr().add(8 * q))) };
+        }
+    }
 }
 
 /// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` are all [`K`]
-/// long, in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc).
+/// long ([`heads::rows`] with eight lanes).
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
-    let rows = dst.weight_rows();
-    let (m, r0) = (rows.len(), rows.start);
-    if m == 0 {
-        return;
-    }
-    let groups = m.div_ceil(8);
-    PANEL.with(|panel| {
-        let mut panel = panel.borrow_mut();
-        panel.clear();
-        panel.resize(groups * K * 8, 0.0);
-        for g in 0..groups {
-            // lanes past the last row repeat it (computed, not stored)
-            let rows: [&[E]; 8] = std::array::from_fn(|lane| w(r0 + (8 * g + lane).min(m - 1)));
-            assert!(rows.iter().all(|r| r.len() == K), "row of the wrong length");
-            for e0 in (0..K).step_by(8) {
-                // SAFETY: every row holds K elements (asserted) and e0 + 8 <= K; the panel holds
-                // groups * K * 8 floats and (g * K + e0 + 7) * 8 + 8 <= that; AVX2/F16C by this
-                // function's contract.
-                unsafe {
-                    let t = transpose8(rows.map(|r| E::load8(r.as_ptr().add(e0))));
-                    for (i, v) in t.into_iter().enumerate() {
-                        _mm256_storeu_ps(panel.as_mut_ptr().add((g * K + e0 + i) * 8), v);
-                    }
-                }
-            }
-        }
-        // Blocks of BLOCK activation rows, all groups of the chunk for each block: a group's 2 KiB
-        // of panel stays in L1 while the block's rows pass over it (pair by pair, the whole
-        // panel streamed from L2 for every pair, at L2's bandwidth). Outputs land in a block
-        // buffer and are copied to dst once per row.
-        const BLOCK: usize = 8;
-        let mut out = vec![0f32; BLOCK * groups * 8];
-        let acts = dst.act_rows();
-        let mut j0 = acts.start;
-        while j0 < acts.end {
-            let nb = (acts.end - j0).min(BLOCK);
-            // the block's activation rows as f32 (F16 activations arrive as half bits)
-            // SAFETY: AVX2/F16C by this function's contract.
-            let ar: [[f32; K]; BLOCK] = std::array::from_fn(|c| unsafe { widen(a(j0 + c.min(nb - 1))) });
-            for g in 0..groups {
-                let mut c = 0;
-                while c < nb {
-                    // rows past the block's last repeat it (computed, not copied out)
-                    let c1 = (c + 1).min(nb - 1);
-                    // SAFETY: group g's K x 8 floats are inside the panel (resized above) and
-                    // out[(c' * groups + g) * 8..+8] inside out (BLOCK * groups * 8 long, c' <
-                    // BLOCK); the activation rows hold K floats (asserted); AVX2/FMA by this
-                    // function's contract.
-                    unsafe {
-                        let v = group(panel.as_ptr().add(g * K * 8), [ar[c].as_ptr(), ar[c1].as_ptr()]);
-                        _mm256_storeu_ps(out.as_mut_ptr().add((c * groups + g) * 8), v[0]);
-                        _mm256_storeu_ps(out.as_mut_ptr().add((c1 * groups + g) * 8), v[1]);
-                    }
-                    c += 2;
-                }
-            }
-            for c in 0..nb {
-                dst.row_mut(j0 + c).copy_from_slice(&out[c * groups * 8..c * groups * 8 + m]);
-            }
-            j0 += nb;
-        }
-    });
+    // SAFETY: the features by this function's contract.
+    unsafe { heads::rows::<Avx2Lanes, E, E, 2>(w, a, dst) }
 }
 
 /// Eight rows of eight floats turned into eight columns: `out[e]` lane `r` is `rows[r]` lane
@@ -99,7 +97,7 @@ pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &
 /// stores per row).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn transpose8(rows: [__m256; 8]) -> [__m256; 8] {
+pub(in crate::simd::matmul) fn transpose8(rows: [__m256; 8]) -> [__m256; 8] {
     let [r0, r1, r2, r3, r4, r5, r6, r7] = rows;
     // pairs interleaved: [a0 b0 a1 b1 | a4 b4 a5 b5] and [a2 b2 a3 b3 | a6 b6 a7 b7]
     let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));
@@ -122,63 +120,6 @@ fn transpose8(rows: [__m256; 8]) -> [__m256; 8] {
         _mm256_permute2f128_ps::<0x31>(u2, u6),
         _mm256_permute2f128_ps::<0x31>(u3, u7),
     ]
-}
-
-/// A row of [`K`] elements as f32 (checked length).
-///
-/// # Safety
-/// AVX2 and F16C must be available.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn widen<E: FloatElem>(row: &[E]) -> [f32; K] {
-    assert_eq!(row.len(), K, "row of the wrong length");
-    let mut wide = [0f32; K];
-    for (q, out) in wide.chunks_exact_mut(8).enumerate() {
-        // SAFETY: the row holds K elements (asserted) and 8q + 8 <= K; out is 8 writable
-        // floats; AVX2/F16C by this function's contract.
-        unsafe { _mm256_storeu_ps(out.as_mut_ptr(), E::load8(row.as_ptr().add(8 * q))) };
-    }
-    wide
-}
-
-/// Eight outputs (lanes: the group's weight rows) for each of `C` activation rows. Output
-/// `(r, c)` in ggml's order: accumulator `j` over lanes `l` is
-/// `p_j[l] = fma(w[32 + 8j + l], a[32 + 8j + l], fma(w[8j + l], a[8j + l], 0))`, folded as
-/// `x[l] = (p_0 + p_2) + (p_1 + p_3)`, then summed as `t_i = x_i + x_{i+4}`,
-/// `(t_0 + t_1) + (t_2 + t_3)`.
-///
-/// # Safety
-/// AVX2 and FMA must be available; `p` points at [`K`] x 8 floats (`p[8e + r]`: element `e` of
-/// weight row `r`) and every `a[c]` at [`K`] floats.
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [__m256; C] {
-    let zero = _mm256_setzero_ps();
-    // SAFETY (loads): e < K, inside both operands by the contract.
-    let w = |e: usize| unsafe { _mm256_loadu_ps(p.add(8 * e)) };
-    let x_of = |l: usize| -> [__m256; C] {
-        let acc = |j: usize| -> [__m256; C] {
-            let (e0, e1) = (8 * j + l, 32 + 8 * j + l);
-            let (w0, w1) = (w(e0), w(e1));
-            // SAFETY: as above.
-            std::array::from_fn(|c| unsafe {
-                let first = _mm256_fmadd_ps(w0, _mm256_broadcast_ss(&*a[c].add(e0)), zero);
-                _mm256_fmadd_ps(w1, _mm256_broadcast_ss(&*a[c].add(e1)), first)
-            })
-        };
-        let (p0, p2) = (acc(0), acc(2));
-        let h: [__m256; C] = std::array::from_fn(|c| _mm256_add_ps(p0[c], p2[c]));
-        let (p1, p3) = (acc(1), acc(3));
-        std::array::from_fn(|c| _mm256_add_ps(h[c], _mm256_add_ps(p1[c], p3[c])))
-    };
-    let t_of = |i: usize| -> [__m256; C] {
-        let (lo, hi) = (x_of(i), x_of(i + 4));
-        std::array::from_fn(|c| _mm256_add_ps(lo[c], hi[c]))
-    };
-    let (t0, t1) = (t_of(0), t_of(1));
-    let u0: [__m256; C] = std::array::from_fn(|c| _mm256_add_ps(t0[c], t1[c]));
-    let (t2, t3) = (t_of(2), t_of(3));
-    std::array::from_fn(|c| _mm256_add_ps(u0[c], _mm256_add_ps(t2[c], t3[c])))
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! integer tile kernel), `float` (F16 / F32 tiles), and here their entry points.
 
 pub(super) mod float;
-mod heads;
+pub(super) mod heads;
 pub(super) mod quant;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
@@ -114,7 +114,7 @@ fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E
     let acts = dst.act_rows();
     // (a few activation rows, decoding with grouped query heads: the tiles below, which load
     // each weight vector once for all of them)
-    if acts.len() > FEW_ACTS && a(acts.start).len() == heads::K {
+    if acts.len() > heads::FEW_ACTS && a(acts.start).len() == heads::K {
         // SAFETY: as quant_rows.
         return unsafe { heads::rows(w, a, dst) };
     }
@@ -180,8 +180,6 @@ unsafe fn few_acts<'w, E: float::FloatElem + 'w, T: Tiles<Row = &'w [E]>, const 
 /// How many weight rows ahead [`few_acts`] fetches into L2.
 const FEW_PREFETCH_ROWS: usize = 16;
 
-/// Activation rows up to which [`float_rows`] walks register tiles even for attention heads.
-const FEW_ACTS: usize = 4;
 
 /// Longest rows (`k`) that [`float_rows`] multiplies eight at a time against one activation
 /// row: attention heads (64) and decode-time KV lengths; longer rows are weight matrices

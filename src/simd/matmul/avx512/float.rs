@@ -164,7 +164,7 @@ unsafe fn add_tail<const F64: bool>(reduced: __m256, tail: usize, wv: impl Fn(us
 /// AVX-512 F/BW/VL/DQ; every pointer has `np` readable f32, `np` a multiple of 32.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn tile_2x4(w: [*const f32; 2], a: [*const f32; 4], np: usize) -> __m256 {
+unsafe fn tile_2x4<A: Elem512>(w: [*const f32; 2], a: [*const A; 4], np: usize) -> __m256 {
     // acc[c][r][h]: half h ([acc0|acc1] or [acc2|acc3]) of output (r, c)
     let mut acc = [[[_mm512_setzero_ps(); 2]; 2]; 4];
     let mut i = 0;
@@ -173,8 +173,8 @@ unsafe fn tile_2x4(w: [*const f32; 2], a: [*const f32; 4], np: usize) -> __m256 
         unsafe {
             let wv = [[_mm512_loadu_ps(w[0].add(i)), _mm512_loadu_ps(w[0].add(i + 16))], [_mm512_loadu_ps(w[1].add(i)), _mm512_loadu_ps(w[1].add(i + 16))]];
             for c in 0..4 {
-                let a0 = _mm512_loadu_ps(a[c].add(i));
-                let a1 = _mm512_loadu_ps(a[c].add(i + 16));
+                let a0 = A::load16(a[c].add(i));
+                let a1 = A::load16(a[c].add(i + 16));
                 for r in 0..2 {
                     acc[c][r][0] = _mm512_fmadd_ps(wv[r][0], a0, acc[c][r][0]);
                     acc[c][r][1] = _mm512_fmadd_ps(wv[r][1], a1, acc[c][r][1]);
@@ -194,14 +194,14 @@ unsafe fn tile_2x4(w: [*const f32; 2], a: [*const f32; 4], np: usize) -> __m256 
 /// AVX-512 F/BW/VL/DQ; every pointer has `np` readable elements, `np` a multiple of 32.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn tile_8x1<E: Elem512>(w: [*const E; 8], a: *const f32, np: usize) -> __m256 {
+unsafe fn tile_8x1<E: Elem512, A: Elem512>(w: [*const E; 8], a: *const A, np: usize) -> __m256 {
     let mut acc = [[_mm512_setzero_ps(); 2]; 8];
     let mut i = 0;
     while i < np {
         // SAFETY: i + 32 <= np, inside every row by the contract.
         unsafe {
-            let a0 = _mm512_loadu_ps(a.add(i));
-            let a1 = _mm512_loadu_ps(a.add(i + 16));
+            let a0 = A::load16(a.add(i));
+            let a1 = A::load16(a.add(i + 16));
             for r in 0..8 {
                 acc[r][0] = _mm512_fmadd_ps(E::load16(w[r].add(i)), a0, acc[r][0]);
                 acc[r][1] = _mm512_fmadd_ps(E::load16(w[r].add(i + 16)), a1, acc[r][1]);
@@ -222,7 +222,7 @@ unsafe fn tile_8x1<E: Elem512>(w: [*const E; 8], a: *const f32, np: usize) -> __
 /// AVX-512 F/BW/VL/DQ; every pointer has `np` readable elements, `np` a multiple of 32.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn tile_few<E: Elem512, const R: usize, const C: usize>(w: [*const E; R], a: [*const f32; C], np: usize) -> [[__m512; R]; C] {
+unsafe fn tile_few<E: Elem512, A: Elem512, const R: usize, const C: usize>(w: [*const E; R], a: [*const A; C], np: usize) -> [[__m512; R]; C] {
     let mut acc = [[[_mm512_setzero_ps(); 2]; R]; C];
     let mut i = 0;
     while i < np {
@@ -232,8 +232,8 @@ unsafe fn tile_few<E: Elem512, const R: usize, const C: usize>(w: [*const E; R],
                 let w0 = E::load16(w[r].add(i));
                 let w1 = E::load16(w[r].add(i + 16));
                 for c in 0..C {
-                    acc[c][r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a[c].add(i)), acc[c][r][0]);
-                    acc[c][r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(a[c].add(i + 16)), acc[c][r][1]);
+                    acc[c][r][0] = _mm512_fmadd_ps(w0, A::load16(a[c].add(i)), acc[c][r][0]);
+                    acc[c][r][1] = _mm512_fmadd_ps(w1, A::load16(a[c].add(i + 16)), acc[c][r][1]);
                 }
             }
         }
@@ -269,11 +269,11 @@ const fn tile_rows(n: usize) -> usize {
 /// As [`float_rows`]; every row holds `np + tail` elements, `lw` holds `tail * mp` values.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[&[f32]], np: usize, tail: usize, lw: &[f32], mp: usize, put: &mut impl FnMut(usize, usize, &[f32])) {
+unsafe fn few_rows<E: Elem512, A: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[&[A]], np: usize, tail: usize, lw: &[f32], mp: usize, put: &mut impl FnMut(usize, usize, &[f32])) {
     const { assert!(R * C <= 16, "two reductions of eight per tile") };
     let m = w.len();
     assert!(a.len() == C && mp.is_multiple_of(R) && mp >= m && lw.len() >= tail * mp);
-    let ap: [*const f32; C] = std::array::from_fn(|c| a[c].as_ptr());
+    let ap: [*const A; C] = std::array::from_fn(|c| a[c].as_ptr());
     let mut r0 = 0;
     let row_bytes = (np + tail) * std::mem::size_of::<E>();
     while r0 < m {
@@ -282,7 +282,7 @@ unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[
         }
         let rows: [*const E; R] = std::array::from_fn(|r| w[(r0 + r).min(m - 1)].as_ptr());
         // SAFETY: rows hold k >= np elements; features by this function's contract.
-        let sums = unsafe { tile_few::<E, R, C>(rows, ap, np) };
+        let sums = unsafe { tile_few::<E, A, R, C>(rows, ap, np) };
         // outputs c-major (c * R + r), reduced eight at a time; the last group repeats its last
         let outs = R * C;
         let mut flat = [_mm512_setzero_ps(); 16];
@@ -305,7 +305,7 @@ unsafe fn few_rows<E: Elem512, const R: usize, const C: usize>(w: &[&[E]], a: &[
             // SAFETY (tail reads): e < tail, so e * mp + r0 + r < tail * mp and np + e < k.
             let out = unsafe {
                 let wv = |e: usize| lanes(&|o| *lw.get_unchecked(e * mp + r0 + o % R));
-                let av = |e: usize| lanes(&|o| *a[o / R].get_unchecked(np + e));
+                let av = |e: usize| lanes(&|o| a[o / R].get_unchecked(np + e).to_f32());
                 if E::F64_TAIL { add_tail::<true>(red, tail, wv, av) } else { add_tail::<false>(red, tail, wv, av) }
             };
             // SAFETY: g * 8 + 8 <= 16 writable f32 (outs <= 16).
@@ -343,7 +343,7 @@ const FEW_PREFETCH_ROWS: usize = 16;
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: impl FnMut(usize, usize, &[f32])) {
+pub(crate) unsafe fn float_rows<E: Elem512, A: Elem512>(w: &[&[E]], a: &[&[A]], mut put: impl FnMut(usize, usize, &[f32])) {
     let (m, n) = (w.len(), a.len());
     if m == 0 || n == 0 {
         return;
@@ -371,9 +371,9 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
             // (asserted); lw holds tail * mp values, mp a multiple of the tile's rows.
             unsafe {
                 match n {
-                    2 => few_rows::<E, { tile_rows(2) }, 2>(w, a, np, tail, lw, mp, &mut put),
-                    3 => few_rows::<E, { tile_rows(3) }, 3>(w, a, np, tail, lw, mp, &mut put),
-                    _ => few_rows::<E, { tile_rows(4) }, 4>(w, a, np, tail, lw, mp, &mut put),
+                    2 => few_rows::<E, A, { tile_rows(2) }, 2>(w, a, np, tail, lw, mp, &mut put),
+                    3 => few_rows::<E, A, { tile_rows(3) }, 3>(w, a, np, tail, lw, mp, &mut put),
+                    _ => few_rows::<E, A, { tile_rows(4) }, 4>(w, a, np, tail, lw, mp, &mut put),
                 }
             }
             return;
@@ -390,11 +390,11 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
                 // SAFETY: rows hold k >= np elements (asserted); features by this function's
                 // contract; the tail reads lw[e * mp + r0..+8] (r0 + 8 <= mp) and av[np + e].
                 let out = unsafe {
-                    let red = tile_8x1::<E>(rows, av.as_ptr(), np);
+                    let red = tile_8x1::<E, A>(rows, av.as_ptr(), np);
                     if E::F64_TAIL {
-                        add_tail::<true>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e]))
+                        add_tail::<true>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
                     } else {
-                        add_tail::<false>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e]))
+                        add_tail::<false>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
                     }
                 };
                 let mut vals = [0f32; 8];
@@ -424,10 +424,10 @@ pub(crate) unsafe fn float_rows<E: Elem512>(w: &[&[E]], a: &[&[f32]], mut put: i
         let la = s.la.as_mut_ptr();
         let mut j0 = 0;
         while j0 < n {
-            let cols: [&[f32]; 4] = [a[j0], a[(j0 + 1).min(n - 1)], a[(j0 + 2).min(n - 1)], a[(j0 + 3).min(n - 1)]];
+            let cols: [&[A]; 4] = [a[j0], a[(j0 + 1).min(n - 1)], a[(j0 + 2).min(n - 1)], a[(j0 + 3).min(n - 1)]];
             for e in 0..tail {
                 for c in 0..4 {
-                    let v = cols[c][np + e];
+                    let v = cols[c][np + e].to_f32();
                     // SAFETY: e * 8 + 2c + 1 < tail * 8 = la's length.
                     unsafe {
                         *la.add(e * 8 + 2 * c) = v;

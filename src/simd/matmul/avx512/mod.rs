@@ -3,6 +3,7 @@
 //! (F16 / F32 rows), and here their entry points. Same values as the AVX2 family, lane by lane.
 
 pub(super) mod float;
+mod heads;
 pub(super) mod quant;
 
 use super::avx2::quant::ActRows;
@@ -23,6 +24,7 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
             WType::Q4_0 => wide_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::Q4_1 => wide_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), &[], dst),
             WType::Q8_0 => wide_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
+            WType::F16 if q.halves => float_rows_avx512(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
             WType::F16 => float_rows_avx512(|i| w.row_f16(i), |j| &q.h_row(j)[..w.k()], dst),
             WType::F32 => float_rows_avx512(|i| w.row_f32(i), |j| acts.row(j), dst),
         }
@@ -36,11 +38,17 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
 /// The CPU has AVX-512 F/BW/VL/DQ (`has_avx512`).
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [f32], dst: &mut DstView<'_>) {
+unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w, A: float::Elem512 + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
+    // (up to four activation rows, decoding with grouped query heads: `float_rows`' few-row
+    // tiles, which load each weight vector once for all of them)
+    if dst.act_rows().len() > heads::FEW_ACTS && a(dst.act_rows().start).len() == heads::K {
+        // SAFETY: features by this function's contract.
+        return unsafe { heads::rows(w, a, dst) };
+    }
     let rows = dst.weight_rows();
     let wr: Vec<&[E]> = rows.clone().map(w).collect();
     let j0 = dst.act_rows().start;
-    let ar: Vec<&[f32]> = dst.act_rows().map(a).collect();
+    let ar: Vec<&[A]> = dst.act_rows().map(a).collect();
     // SAFETY: features by this function's contract.
     unsafe { float::float_rows(&wr, &ar, |j, r, v| {
         // fixed-size copies for the usual lengths: a variable-length copy of 2 values went

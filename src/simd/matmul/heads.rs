@@ -1,0 +1,246 @@
+//! Float products whose rows are exactly one attention head long (`k` = 64: whisper's and
+//! SmolLM2's KQ), with the vector lanes across weight rows instead of along the row; each x86
+//! level supplies its vectors ([`Lanes`]: eight lanes on AVX2, sixteen on AVX-512).
+//!
+//! ggml's order gives each output four accumulators of two multiply-adds each, then a fold and a
+//! horizontal sum: with lanes along the row (the levels' `float` tiles) the sum is a lane
+//! shuffle per output, which at `k` = 64 costs about what the multiply-adds do (AVX2: the tile's
+//! 32 accumulators do not fit its 16 registers either, so whisper's KQ ran at a quarter of the
+//! FMA rate). Here lane `r` of a vector is weight row `LANES * g + r`: the same multiply-adds,
+//! folds and sums of the same operands happen lane by lane, with no shuffle, and a finished
+//! vector is `LANES` neighbouring outputs of one activation row, stored at once. The weights are
+//! widened into a transposed f32 panel once per chunk (element `e` of the group's rows side by
+//! side); each activation value is broadcast from memory, `C` activation rows per panel load.
+//!
+//! Everything here is `#[inline(always)]` and free of closures on the hot path, so it compiles
+//! inside each level's `#[target_feature]` entry with that level's instructions.
+
+// Output arrays index activation rows and lanes with the same numbers as the kernel's doc.
+#![allow(clippy::needless_range_loop)]
+
+use super::DstView;
+use std::cell::RefCell;
+
+/// The row length these kernels multiply.
+pub(super) const K: usize = 64;
+
+/// Activation rows up to which the levels keep their few-row tiles even for rows of [`K`]
+/// (decoding with grouped query heads): those read each weight vector once for all the rows,
+/// straight from the weights, where this kernel would build its panel for a handful of outputs.
+pub(super) const FEW_ACTS: usize = 4;
+
+/// Activation rows widened per block; each group of the panel passes over all of them while in
+/// L1 (pair by pair, the whole panel streamed from L2 for every pair, at L2's bandwidth).
+const BLOCK: usize = 8;
+
+/// Most lanes a level may have (sizes the buffer of a ragged last group).
+const MAX_LANES: usize = 16;
+
+/// One SIMD level's f32 vectors, `LANES` wide.
+///
+/// # Safety
+/// The methods need the implementing level's CPU features; [`rows`] is only entered with them.
+pub(super) unsafe trait Lanes {
+    type V: Copy;
+    const LANES: usize;
+    /// # Safety (all methods)
+    /// The level's CPU features; pointers valid for `LANES` floats (`splat`: one).
+    unsafe fn zero() -> Self::V;
+    unsafe fn load(p: *const f32) -> Self::V;
+    unsafe fn splat(p: *const f32) -> Self::V;
+    unsafe fn fma(a: Self::V, b: Self::V, c: Self::V) -> Self::V;
+    unsafe fn add(a: Self::V, b: Self::V) -> Self::V;
+    unsafe fn store(p: *mut f32, v: Self::V);
+    /// [`group`], compiled as a function of its own with the level's features: inlined into
+    /// [`rows`], LLVM spilled the accumulators and indexed the activation rows through the
+    /// stack (whisper's KQ 5.9 ms against 4.3 ms per two heads, `bench_ops_lm`).
+    ///
+    /// # Safety
+    /// As [`group`].
+    unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [Self::V; C];
+}
+
+/// Rows of element type `T` (F16 as half bits, or f32) as a level widens them.
+///
+/// # Safety
+/// As [`Lanes`].
+pub(super) unsafe trait LaneRows<T>: Lanes {
+    /// Writes element `e` of `rows[r]` to `panel[e * LANES + r]` for every `e < K`.
+    ///
+    /// # Safety
+    /// `rows` holds `LANES` rows of [`K`] elements; `panel` has `K * LANES` writable floats; the
+    /// level's CPU features.
+    unsafe fn transpose(rows: &[&[T]], panel: *mut f32);
+    /// Row `row` ([`K`] elements) as f32 into `out` ([`K`] writable floats).
+    ///
+    /// # Safety
+    /// As above.
+    unsafe fn widen(row: &[T], out: *mut f32);
+}
+
+thread_local! {
+    /// Each worker's transposed weight panel, reused across chunks and products.
+    static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` are all [`K`]
+/// long, in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc), `C`
+/// activation rows per panel pass.
+///
+/// # Safety
+/// The CPU has the features of `L`'s level; inlined into a function compiled for them.
+#[inline(always)]
+pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: usize>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
+    const { assert!(C >= 1 && C <= BLOCK) };
+    let lanes = <L as Lanes>::LANES;
+    assert!(lanes <= MAX_LANES);
+    let rows = dst.weight_rows();
+    let (m, r0) = (rows.len(), rows.start);
+    if m == 0 {
+        return;
+    }
+    let groups = m.div_ceil(lanes);
+    // (taken out of the thread-local rather than used inside `with`: a closure would not be
+    // compiled with the level's features)
+    let mut panel = PANEL.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    panel.clear();
+    panel.resize(groups * K * lanes, 0.0);
+    let mut group_rows: Vec<&[E]> = Vec::with_capacity(lanes);
+    for g in 0..groups {
+        // lanes past the last row repeat it (computed, not stored)
+        group_rows.clear();
+        group_rows.extend((0..lanes).map(|lane| w(r0 + (lanes * g + lane).min(m - 1))));
+        assert!(group_rows.iter().all(|r| r.len() == K), "row of the wrong length");
+        // SAFETY: LANES rows of K elements (asserted); group g's K * LANES floats are inside the
+        // panel (resized above); features by this function's contract.
+        unsafe { <L as LaneRows<E>>::transpose(&group_rows, panel.as_mut_ptr().add(g * K * lanes)) };
+    }
+    let full = m / lanes;
+    let acts = dst.act_rows();
+    let mut ar = [[0f32; K]; BLOCK];
+    let mut j0 = acts.start;
+    while j0 < acts.end {
+        let nb = (acts.end - j0).min(BLOCK);
+        // the block's activation rows as f32; rows past the block's last repeat it (computed,
+        // not stored)
+        for c in 0..BLOCK {
+            let row = a(j0 + c.min(nb - 1));
+            assert_eq!(row.len(), K, "row of the wrong length");
+            // SAFETY: K elements (asserted) into K floats; features by this function's contract.
+            unsafe { <L as LaneRows<A>>::widen(row, ar[c].as_mut_ptr()) };
+        }
+        for g in 0..groups {
+            let mut c = 0;
+            while c < nb {
+                let mut ap = [ar[0].as_ptr(); C];
+                for i in 0..C {
+                    ap[i] = ar[(c + i).min(nb - 1)].as_ptr();
+                }
+                // SAFETY: group g's K * LANES floats are inside the panel, each `ap` row holds K
+                // floats; features by this function's contract.
+                let v = unsafe { L::group::<C>(panel.as_ptr().add(g * K * lanes), ap) };
+                for i in 0..C.min(nb - c) {
+                    let row = dst.row_mut(j0 + c + i);
+                    if g < full {
+                        // SAFETY: (g + 1) * LANES <= m floats in the row; features as above.
+                        unsafe { L::store(row[g * lanes..(g + 1) * lanes].as_mut_ptr(), v[i]) };
+                    } else {
+                        let mut last = [0f32; MAX_LANES];
+                        // SAFETY: LANES <= MAX_LANES writable floats; features as above.
+                        unsafe { L::store(last.as_mut_ptr(), v[i]) };
+                        row[g * lanes..].copy_from_slice(&last[..m - g * lanes]);
+                    }
+                }
+                c += C;
+            }
+        }
+        j0 += nb;
+    }
+    PANEL.with(|p| *p.borrow_mut() = panel);
+}
+
+/// `LANES` outputs (lanes: the group's weight rows) for each of `C` activation rows. Output
+/// `(r, c)` in ggml's order: accumulator `j` over lanes `l` is
+/// `p_j[l] = fma(w[32 + 8j + l], a[32 + 8j + l], fma(w[8j + l], a[8j + l], 0))`, folded as
+/// `x[l] = (p_0 + p_2) + (p_1 + p_3)`, then summed as `t_i = x_i + x_{i+4}`,
+/// `(t_0 + t_1) + (t_2 + t_3)`.
+///
+/// # Safety
+/// The level's features; `p` points at [`K`] x `LANES` floats (`p[LANES * e + r]`: element `e`
+/// of weight row `r`) and every `a[c]` at [`K`] floats.
+#[inline(always)]
+pub(super) unsafe fn group<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C]) -> [L::V; C] {
+    // SAFETY (all): passed on from this function's contract.
+    unsafe {
+        let (t0, t1) = (t_of::<L, C>(p, a, 0), t_of::<L, C>(p, a, 1));
+        let mut u0 = [L::zero(); C];
+        for c in 0..C {
+            u0[c] = L::add(t0[c], t1[c]);
+        }
+        let (t2, t3) = (t_of::<L, C>(p, a, 2), t_of::<L, C>(p, a, 3));
+        let mut out = [L::zero(); C];
+        for c in 0..C {
+            out[c] = L::add(u0[c], L::add(t2[c], t3[c]));
+        }
+        out
+    }
+}
+
+/// `t_i = x_i + x_{i+4}` of [`group`].
+///
+/// # Safety
+/// As [`group`].
+#[inline(always)]
+unsafe fn t_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], i: usize) -> [L::V; C] {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        let (lo, hi) = (x_of::<L, C>(p, a, i), x_of::<L, C>(p, a, i + 4));
+        let mut t = [L::zero(); C];
+        for c in 0..C {
+            t[c] = L::add(lo[c], hi[c]);
+        }
+        t
+    }
+}
+
+/// `x_l = (p_0 + p_2) + (p_1 + p_3)` of [`group`].
+///
+/// # Safety
+/// As [`group`].
+#[inline(always)]
+unsafe fn x_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], l: usize) -> [L::V; C] {
+    // SAFETY: passed on from this function's contract.
+    unsafe {
+        let (p0, p2) = (acc::<L, C>(p, a, 0, l), acc::<L, C>(p, a, 2, l));
+        let mut h = [L::zero(); C];
+        for c in 0..C {
+            h[c] = L::add(p0[c], p2[c]);
+        }
+        let (p1, p3) = (acc::<L, C>(p, a, 1, l), acc::<L, C>(p, a, 3, l));
+        for c in 0..C {
+            h[c] = L::add(h[c], L::add(p1[c], p3[c]));
+        }
+        h
+    }
+}
+
+/// Accumulator `j`, lane `l` of [`group`]: its two multiply-adds, the first onto +0 as ggml's
+/// zeroed accumulators (a `-0` product then sums as `+0`, as in ggml).
+///
+/// # Safety
+/// As [`group`].
+#[inline(always)]
+unsafe fn acc<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], j: usize, l: usize) -> [L::V; C] {
+    let (e0, e1) = (8 * j + l, 32 + 8 * j + l);
+    // SAFETY: e0, e1 < K, inside both operands by the contract.
+    unsafe {
+        let zero = L::zero();
+        let (w0, w1) = (L::load(p.add(L::LANES * e0)), L::load(p.add(L::LANES * e1)));
+        let mut out = [zero; C];
+        for c in 0..C {
+            let first = L::fma(w0, L::splat(a[c].add(e0)), zero);
+            out[c] = L::fma(w1, L::splat(a[c].add(e1)), first);
+        }
+        out
+    }
+}
