@@ -212,15 +212,21 @@ impl QuantizedActs {
                 self.h_stride = hs;
                 // the kernels that read half bits get no f32 copy (it was twice the bytes of
                 // ggml's F16 work buffer: 72 MB during whisper base's KQV)
+                // Buffers only grow (the rows written are the only ones read): whisper's products
+                // alternate between the two forms, and clearing the other one (or shrinking it)
+                // made the next product zero-fill it again, 36 MB per layer for KQV's halves.
+                fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+                    if v.len() < len {
+                        v.resize(len, fill);
+                    }
+                }
                 self.halves = halves(level, k);
                 if self.halves {
-                    self.h.clear();
-                    self.hb.resize(n * hs, 0);
+                    grow(&mut self.hb, n * hs, 0);
                     rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
                     return;
                 }
-                self.hb.clear();
-                self.h.resize(n * hs + 15, 0.0);
+                grow(&mut self.h, n * hs + 15, 0.0);
                 self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
                 let off = self.h_off;
                 rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
