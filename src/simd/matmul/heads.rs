@@ -1,6 +1,7 @@
-//! Float products whose rows are exactly one attention head long (`k` = 64: whisper's and
-//! SmolLM2's KQ), with the vector lanes across weight rows instead of along the row; each x86
-//! level supplies its vectors ([`Lanes`]: eight lanes on AVX2, sixteen on AVX-512).
+//! Float products with short rows (`k` of 64, 128, 192 or 256: whisper's and SmolLM2's KQ, one
+//! attention head long, and a prompt's KQV, as long as the keys it reads), with the vector lanes
+//! across weight rows instead of along the row; each x86 level supplies its vectors ([`Lanes`]:
+//! eight lanes on AVX2, sixteen on AVX-512).
 //!
 //! ggml's order gives each output four accumulators of two multiply-adds each, then a fold and a
 //! horizontal sum: with lanes along the row (the levels' `float` tiles) the sum is a lane
@@ -21,10 +22,15 @@
 use super::DstView;
 use std::cell::RefCell;
 
-/// The row length these kernels multiply.
-pub(super) const K: usize = 64;
+/// Whether these kernels take rows of `k` elements: whole steps of ggml's 32-element loop, each
+/// length its own instantiation (the step count a constant of the code: with a variable one the
+/// 64-long KQ ran 1.3-1.4x slower), up to where a block's rows and a group's panel still sit in
+/// L1. Prompt KQV's key counts are whole multiples of 64 (`causal::trim_keys`).
+pub(super) fn handles(k: usize) -> bool {
+    matches!(k, 64 | 128 | 192 | 256)
+}
 
-/// Activation rows up to which the levels keep their few-row tiles even for rows of [`K`]
+/// Activation rows up to which the levels keep their few-row tiles even for rows [`handles`] takes
 /// (decoding with grouped query heads): those read each weight vector once for all the rows,
 /// straight from the weights, where this kernel would build its panel for a handful of outputs.
 pub(super) const FEW_ACTS: usize = 4;
@@ -57,7 +63,7 @@ pub(super) unsafe trait Lanes {
     ///
     /// # Safety
     /// As [`group`].
-    unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [Self::V; C];
+    unsafe fn group<const C: usize, const K: usize>(p: *const f32, a: [*const f32; C]) -> [Self::V; C];
 }
 
 /// Rows of element type `T` (F16 as half bits, or f32) as a level widens them.
@@ -65,13 +71,13 @@ pub(super) unsafe trait Lanes {
 /// # Safety
 /// As [`Lanes`].
 pub(super) unsafe trait LaneRows<T>: Lanes {
-    /// Writes element `e` of `rows[r]` to `panel[e * LANES + r]` for every `e < K`.
+    /// Writes element `e` of `rows[r]` to `panel[e * LANES + r]` for every `e < k`.
     ///
     /// # Safety
-    /// `rows` holds `LANES` rows of [`K`] elements; `panel` has `K * LANES` writable floats; the
-    /// level's CPU features.
-    unsafe fn transpose(rows: &[&[T]], panel: *mut f32);
-    /// Row `row` ([`K`] elements) as f32 into `out` ([`K`] writable floats).
+    /// `rows` holds `LANES` rows of `k` elements (a multiple of 16); `panel` has `k * LANES`
+    /// writable floats; the level's CPU features.
+    unsafe fn transpose(rows: &[&[T]], k: usize, panel: *mut f32);
+    /// Row `row` (a multiple of 16 elements) as f32 into `out` (as many writable floats).
     ///
     /// # Safety
     /// As above.
@@ -83,14 +89,37 @@ thread_local! {
     static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` are all [`K`]
-/// long, in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc), `C`
-/// activation rows per panel pass.
+/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` all have a length
+/// [`handles`] takes, in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc), `C`
+/// activation rows per panel pass. False (nothing computed) for other lengths.
 ///
 /// # Safety
 /// The CPU has the features of `L`'s level; inlined into a function compiled for them.
 #[inline(always)]
-pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: usize>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
+pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: usize>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) -> bool {
+    let acts = dst.act_rows();
+    if acts.is_empty() {
+        return true;
+    }
+    // SAFETY (all arms): passed on from this function's contract.
+    unsafe {
+        match a(acts.start).len() {
+            64 => rows_k::<L, E, A, C, 64>(w, a, dst),
+            128 => rows_k::<L, E, A, C, 128>(w, a, dst),
+            192 => rows_k::<L, E, A, C, 192>(w, a, dst),
+            256 => rows_k::<L, E, A, C, 256>(w, a, dst),
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// [`rows`] for rows of `K` elements.
+///
+/// # Safety
+/// As [`rows`].
+#[inline(always)]
+unsafe fn rows_k<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: usize, const K: usize>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
     const { assert!(C >= 1 && C <= BLOCK) };
     let lanes = <L as Lanes>::LANES;
     assert!(lanes <= MAX_LANES);
@@ -113,7 +142,7 @@ pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, co
         assert!(group_rows.iter().all(|r| r.len() == K), "row of the wrong length");
         // SAFETY: LANES rows of K elements (asserted); group g's K * LANES floats are inside the
         // panel (resized above); features by this function's contract.
-        unsafe { <L as LaneRows<E>>::transpose(&group_rows, panel.as_mut_ptr().add(g * K * lanes)) };
+        unsafe { <L as LaneRows<E>>::transpose(&group_rows, K, panel.as_mut_ptr().add(g * K * lanes)) };
     }
     let full = m / lanes;
     let acts = dst.act_rows();
@@ -138,7 +167,7 @@ pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, co
                 }
                 // SAFETY: group g's K * LANES floats are inside the panel, each `ap` row holds K
                 // floats; features by this function's contract.
-                let v = unsafe { L::group::<C>(panel.as_ptr().add(g * K * lanes), ap) };
+                let v = unsafe { L::group::<C, K>(panel.as_ptr().add(g * K * lanes), ap) };
                 for i in 0..C.min(nb - c) {
                     let row = dst.row_mut(j0 + c + i);
                     if g < full {
@@ -161,23 +190,24 @@ pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, co
 
 /// `LANES` outputs (lanes: the group's weight rows) for each of `C` activation rows. Output
 /// `(r, c)` in ggml's order: accumulator `j` over lanes `l` is
-/// `p_j[l] = fma(w[32 + 8j + l], a[32 + 8j + l], fma(w[8j + l], a[8j + l], 0))`, folded as
+/// `p_j[l] = fma(w[32s + 8j + l], a[32s + 8j + l], ... fma(w[8j + l], a[8j + l], 0))` over the
+/// row's `K / 32` steps `s`, folded as
 /// `x[l] = (p_0 + p_2) + (p_1 + p_3)`, then summed as `t_i = x_i + x_{i+4}`,
 /// `(t_0 + t_1) + (t_2 + t_3)`.
 ///
 /// # Safety
-/// The level's features; `p` points at [`K`] x `LANES` floats (`p[LANES * e + r]`: element `e`
-/// of weight row `r`) and every `a[c]` at [`K`] floats.
+/// The level's features; `p` points at `K` x `LANES` floats (`p[LANES * e + r]`: element `e`
+/// of weight row `r`) and every `a[c]` at `K` floats.
 #[inline(always)]
-pub(super) unsafe fn group<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C]) -> [L::V; C] {
+pub(super) unsafe fn group<L: Lanes, const C: usize, const K: usize>(p: *const f32, a: [*const f32; C]) -> [L::V; C] {
     // SAFETY (all): passed on from this function's contract.
     unsafe {
-        let (t0, t1) = (t_of::<L, C>(p, a, 0), t_of::<L, C>(p, a, 1));
+        let (t0, t1) = (t_of::<L, C, K>(p, a, 0), t_of::<L, C, K>(p, a, 1));
         let mut u0 = [L::zero(); C];
         for c in 0..C {
             u0[c] = L::add(t0[c], t1[c]);
         }
-        let (t2, t3) = (t_of::<L, C>(p, a, 2), t_of::<L, C>(p, a, 3));
+        let (t2, t3) = (t_of::<L, C, K>(p, a, 2), t_of::<L, C, K>(p, a, 3));
         let mut out = [L::zero(); C];
         for c in 0..C {
             out[c] = L::add(u0[c], L::add(t2[c], t3[c]));
@@ -191,10 +221,10 @@ pub(super) unsafe fn group<L: Lanes, const C: usize>(p: *const f32, a: [*const f
 /// # Safety
 /// As [`group`].
 #[inline(always)]
-unsafe fn t_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], i: usize) -> [L::V; C] {
+unsafe fn t_of<L: Lanes, const C: usize, const K: usize>(p: *const f32, a: [*const f32; C], i: usize) -> [L::V; C] {
     // SAFETY: passed on from this function's contract.
     unsafe {
-        let (lo, hi) = (x_of::<L, C>(p, a, i), x_of::<L, C>(p, a, i + 4));
+        let (lo, hi) = (x_of::<L, C, K>(p, a, i), x_of::<L, C, K>(p, a, i + 4));
         let mut t = [L::zero(); C];
         for c in 0..C {
             t[c] = L::add(lo[c], hi[c]);
@@ -208,15 +238,15 @@ unsafe fn t_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], i: u
 /// # Safety
 /// As [`group`].
 #[inline(always)]
-unsafe fn x_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], l: usize) -> [L::V; C] {
+unsafe fn x_of<L: Lanes, const C: usize, const K: usize>(p: *const f32, a: [*const f32; C], l: usize) -> [L::V; C] {
     // SAFETY: passed on from this function's contract.
     unsafe {
-        let (p0, p2) = (acc::<L, C>(p, a, 0, l), acc::<L, C>(p, a, 2, l));
+        let (p0, p2) = (acc::<L, C, K>(p, a, 0, l), acc::<L, C, K>(p, a, 2, l));
         let mut h = [L::zero(); C];
         for c in 0..C {
             h[c] = L::add(p0[c], p2[c]);
         }
-        let (p1, p3) = (acc::<L, C>(p, a, 1, l), acc::<L, C>(p, a, 3, l));
+        let (p1, p3) = (acc::<L, C, K>(p, a, 1, l), acc::<L, C, K>(p, a, 3, l));
         for c in 0..C {
             h[c] = L::add(h[c], L::add(p1[c], p3[c]));
         }
@@ -224,22 +254,24 @@ unsafe fn x_of<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], l: u
     }
 }
 
-/// Accumulator `j`, lane `l` of [`group`]: its two multiply-adds, the first onto +0 as ggml's
-/// zeroed accumulators (a `-0` product then sums as `+0`, as in ggml).
+/// Accumulator `j`, lane `l` of [`group`]: its `K / 32` multiply-adds, the first onto +0 as
+/// ggml's zeroed accumulators (a `-0` product then sums as `+0`, as in ggml).
 ///
 /// # Safety
 /// As [`group`].
 #[inline(always)]
-unsafe fn acc<L: Lanes, const C: usize>(p: *const f32, a: [*const f32; C], j: usize, l: usize) -> [L::V; C] {
-    let (e0, e1) = (8 * j + l, 32 + 8 * j + l);
-    // SAFETY: e0, e1 < K, inside both operands by the contract.
+unsafe fn acc<L: Lanes, const C: usize, const K: usize>(p: *const f32, a: [*const f32; C], j: usize, l: usize) -> [L::V; C] {
+    const { assert!(K.is_multiple_of(32) && K >= 32) };
+    // SAFETY: every element 32s + 8j + l < K, inside both operands by the contract.
     unsafe {
         let zero = L::zero();
-        let (w0, w1) = (L::load(p.add(L::LANES * e0)), L::load(p.add(L::LANES * e1)));
         let mut out = [zero; C];
-        for c in 0..C {
-            let first = L::fma(w0, L::splat(a[c].add(e0)), zero);
-            out[c] = L::fma(w1, L::splat(a[c].add(e1)), first);
+        for step in 0..K / 32 {
+            let e = 32 * step + 8 * j + l;
+            let w = L::load(p.add(L::LANES * e));
+            for c in 0..C {
+                out[c] = L::fma(w, L::splat(a[c].add(e)), out[c]);
+            }
         }
         out
     }

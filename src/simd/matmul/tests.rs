@@ -356,10 +356,11 @@ fn activation_blocks_match_whole() {
     }
 }
 
-/// The x86 kernels for rows of 64 (lanes across weight rows, `heads`: eight lanes on AVX2,
-/// sixteen on AVX-512) give the bits of the row-lane tile (ggml's order) for every output: F16 and
-/// F32 weights, row counts around both lane groups, activation counts on both sides of the
-/// few-row tiles and of the four-row steps, signed zeros and sums that cancel.
+/// The x86 kernels for short rows (lanes across weight rows, `heads`: eight lanes on AVX2,
+/// sixteen on AVX-512; rows of 64 to 256, and 96, which the tiles take) give the bits of the
+/// row-lane tile (ggml's order) for every output: F16 and F32 weights, row counts around both lane
+/// groups, activation counts on both sides of the few-row tiles and of the four-row steps, signed
+/// zeros and sums that cancel.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn head_rows_match_row_lane_tiles() {
@@ -368,8 +369,7 @@ fn head_rows_match_row_lane_tiles() {
     }
     let levels: Vec<SimdLevel> = [SimdLevel::Avx2, SimdLevel::Avx512].into_iter().filter(|l| available_levels().contains(l)).collect();
     let mut rng = Lcg::new(64);
-    let k = 64;
-    for &wtype in &[WType::F16, WType::F32] {
+    for (k, wtype) in [64usize, 128, 192, 256, 96].into_iter().flat_map(|k| [(k, WType::F16), (k, WType::F32)]) {
         for &rows in &[1usize, 7, 8, 9, 15, 16, 17, 33] {
             let tw = TestWeights::new(wtype, k, rows, &mut rng);
             let w = tw.weights();
@@ -402,7 +402,7 @@ fn head_rows_match_row_lane_tiles() {
                                     avx2::float::float_tile::<f32, 1, 1>([w.row_f32(i)], [a.row(j)])[0][0]
                                 }
                             };
-                            assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{level:?} {wtype:?} rows={rows} n={n} ({j}, {i})");
+                            assert_eq!(got[j * rows + i].to_bits(), want.to_bits(), "{level:?} {wtype:?} k={k} rows={rows} n={n} ({j}, {i})");
                         }
                     }
                 }

@@ -6,7 +6,7 @@ use crate::simd::matmul::heads::{self, LaneRows, Lanes};
 use crate::simd::matmul::DstView;
 use std::arch::x86_64::*;
 
-pub(super) use heads::{FEW_ACTS, K};
+pub(super) use heads::{handles, FEW_ACTS};
 
 /// AVX2's `__m256`.
 pub(super) struct Avx2Lanes;
@@ -44,20 +44,20 @@ unsafe impl Lanes for Avx2Lanes {
     }
     #[inline(never)]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [__m256; C] {
+    unsafe fn group<const C: usize, const K: usize>(p: *const f32, a: [*const f32; C]) -> [__m256; C] {
         // SAFETY: passed on from this function's contract.
-        unsafe { heads::group::<Self, C>(p, a) }
+        unsafe { heads::group::<Self, C, K>(p, a) }
     }
 }
 
 // SAFETY: as above (F16C for half rows).
 unsafe impl<E: FloatElem> LaneRows<E> for Avx2Lanes {
     #[inline(always)]
-    unsafe fn transpose(rows: &[&[E]], panel: *mut f32) {
-        assert!(rows.len() == 8 && rows.iter().all(|r| r.len() >= K));
-        for e0 in (0..K).step_by(8) {
-            // SAFETY: every row holds K elements (asserted) and e0 + 8 <= K; the panel holds
-            // K * 8 floats and (e0 + 7) * 8 + 8 <= that; features by the contract.
+    unsafe fn transpose(rows: &[&[E]], k: usize, panel: *mut f32) {
+        assert!(rows.len() == 8 && k.is_multiple_of(16) && rows.iter().all(|r| r.len() >= k));
+        for e0 in (0..k).step_by(8) {
+            // SAFETY: every row holds k elements (asserted) and e0 + 8 <= k; the panel holds
+            // k * 8 floats and (e0 + 7) * 8 + 8 <= that; features by the contract.
             unsafe {
                 let mut v = [_mm256_setzero_ps(); 8];
                 for r in 0..8 {
@@ -72,22 +72,22 @@ unsafe impl<E: FloatElem> LaneRows<E> for Avx2Lanes {
     }
     #[inline(always)]
     unsafe fn widen(row: &[E], out: *mut f32) {
-        assert!(row.len() >= K);
-        for q in 0..K / 8 {
-            // SAFETY: the row holds K elements (asserted) and out K floats; features by the
-            // contract.
+        assert!(row.len().is_multiple_of(8));
+        for q in 0..row.len() / 8 {
+            // SAFETY: 8q + 8 <= the row's length, which out holds too (contract); features by
+            // the contract.
             unsafe { _mm256_storeu_ps(out.add(8 * q), E::load8(row.as_ptr().add(8 * q))) };
         }
     }
 }
 
-/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` are all [`K`]
-/// long ([`heads::rows`] with eight lanes).
+/// Every output of `dst` when its rows have a length [`handles`] takes ([`heads::rows`] with
+/// eight lanes); false (nothing computed) otherwise.
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
+pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) -> bool {
     // SAFETY: the features by this function's contract.
     unsafe { heads::rows::<Avx2Lanes, E, E, 2>(w, a, dst) }
 }

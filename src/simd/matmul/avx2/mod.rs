@@ -114,9 +114,9 @@ fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E
     let acts = dst.act_rows();
     // (a few activation rows, decoding with grouped query heads: the tiles below, which load
     // each weight vector once for all of them)
-    if acts.len() > heads::FEW_ACTS && a(acts.start).len() == heads::K {
-        // SAFETY: as quant_rows.
-        return unsafe { heads::rows(w, a, dst) };
+    // SAFETY: as quant_rows.
+    if acts.len() > heads::FEW_ACTS && heads::handles(a(acts.start).len()) && unsafe { heads::rows(&w, &a, dst) } {
+        return;
     }
     let tiles = FloatTiles::new(w, acts.clone(), a);
     let mut rows = dst.weight_rows();

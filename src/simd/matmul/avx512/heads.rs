@@ -10,7 +10,7 @@ use crate::simd::matmul::heads::{self, LaneRows, Lanes};
 use crate::simd::matmul::DstView;
 use std::arch::x86_64::*;
 
-pub(super) use heads::{FEW_ACTS, K};
+pub(super) use heads::{handles, FEW_ACTS};
 
 /// AVX-512's `__m512`.
 pub(super) struct Avx512Lanes;
@@ -48,9 +48,9 @@ unsafe impl Lanes for Avx512Lanes {
     }
     #[inline(never)]
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-    unsafe fn group<const C: usize>(p: *const f32, a: [*const f32; C]) -> [__m512; C] {
+    unsafe fn group<const C: usize, const K: usize>(p: *const f32, a: [*const f32; C]) -> [__m512; C] {
         // SAFETY: passed on from this function's contract.
-        unsafe { heads::group::<Self, C>(p, a) }
+        unsafe { heads::group::<Self, C, K>(p, a) }
     }
 }
 
@@ -59,11 +59,11 @@ unsafe impl<T: Elem512> LaneRows<T> for Avx512Lanes {
     /// Sixteen elements of the sixteen rows at a time, as four 8 x 8 transposes (rows 0-7 and
     /// 8-15, elements `e0..e0 + 8` and `e0 + 8..e0 + 16`).
     #[inline(always)]
-    unsafe fn transpose(rows: &[&[T]], panel: *mut f32) {
-        assert!(rows.len() == 16 && rows.iter().all(|r| r.len() >= K));
-        for e0 in (0..K).step_by(16) {
-            // SAFETY: every row holds K elements (asserted) and e0 + 16 <= K; the panel holds
-            // K * 16 floats and (e0 + 15) * 16 + 16 <= that; features by the contract.
+    unsafe fn transpose(rows: &[&[T]], k: usize, panel: *mut f32) {
+        assert!(rows.len() == 16 && k.is_multiple_of(16) && rows.iter().all(|r| r.len() >= k));
+        for e0 in (0..k).step_by(16) {
+            // SAFETY: every row holds k elements (asserted) and e0 + 16 <= k; the panel holds
+            // k * 16 floats and (e0 + 15) * 16 + 16 <= that; features by the contract.
             unsafe {
                 let mut v = [_mm512_setzero_ps(); 16];
                 for r in 0..16 {
@@ -84,22 +84,22 @@ unsafe impl<T: Elem512> LaneRows<T> for Avx512Lanes {
     }
     #[inline(always)]
     unsafe fn widen(row: &[T], out: *mut f32) {
-        assert!(row.len() >= K);
-        for q in 0..K / 16 {
-            // SAFETY: the row holds K elements (asserted) and out K floats; features by the
-            // contract.
+        assert!(row.len().is_multiple_of(16));
+        for q in 0..row.len() / 16 {
+            // SAFETY: 16q + 16 <= the row's length, which out holds too (contract); features by
+            // the contract.
             unsafe { _mm512_storeu_ps(out.add(16 * q), T::load16(row.as_ptr().add(16 * q))) };
         }
     }
 }
 
-/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` are all [`K`]
-/// long ([`heads::rows`] with sixteen lanes).
+/// Every output of `dst` when its rows have a length [`handles`] takes ([`heads::rows`] with
+/// sixteen lanes); false (nothing computed) otherwise.
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
-pub(super) unsafe fn rows<'w, 'a, E: Elem512 + 'w, A: Elem512 + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
+pub(super) unsafe fn rows<'w, 'a, E: Elem512 + 'w, A: Elem512 + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) -> bool {
     // SAFETY: the features by this function's contract.
     unsafe { heads::rows::<Avx512Lanes, E, A, 4>(w, a, dst) }
 }

@@ -41,9 +41,9 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
 unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w, A: float::Elem512 + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
     // (up to four activation rows, decoding with grouped query heads: `float_rows`' few-row
     // tiles, which load each weight vector once for all of them)
-    if dst.act_rows().len() > heads::FEW_ACTS && a(dst.act_rows().start).len() == heads::K {
-        // SAFETY: features by this function's contract.
-        return unsafe { heads::rows(w, a, dst) };
+    // SAFETY: features by this function's contract.
+    if dst.act_rows().len() > heads::FEW_ACTS && heads::handles(a(dst.act_rows().start).len()) && unsafe { heads::rows(&w, &a, dst) } {
+        return;
     }
     let rows = dst.weight_rows();
     let wr: Vec<&[E]> = rows.clone().map(w).collect();
