@@ -3,8 +3,8 @@
 //! across weight rows instead of along the row; each x86 level supplies its vectors ([`Lanes`]:
 //! eight lanes on AVX2, sixteen on AVX-512).
 //!
-//! ggml's order gives each output four accumulators of two multiply-adds each, then a fold and a
-//! horizontal sum: with lanes along the row (the levels' `float` tiles) the sum is a lane
+//! ggml's order gives each output four accumulators of `k / 32` multiply-adds each, then a fold
+//! and a horizontal sum: with lanes along the row (the levels' `float` tiles) the sum is a lane
 //! shuffle per output, which at `k` = 64 costs about what the multiply-adds do (AVX2: the tile's
 //! 32 accumulators do not fit its 16 registers either, so whisper's KQ ran at a quarter of the
 //! FMA rate). Here lane `r` of a vector is weight row `LANES * g + r`: the same multiply-adds,
@@ -14,7 +14,8 @@
 //! side); each activation value is broadcast from memory, `C` activation rows per panel load.
 //!
 //! Everything here is `#[inline(always)]` and free of closures on the hot path, so it compiles
-//! inside each level's `#[target_feature]` entry with that level's instructions.
+//! inside each level's `#[target_feature]` entry with that level's instructions; only the inner
+//! [`group`] is a function of its own per level ([`Lanes::group`]).
 
 // Output arrays index activation rows and lanes with the same numbers as the kernel's doc.
 #![allow(clippy::needless_range_loop)]
