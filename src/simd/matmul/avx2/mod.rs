@@ -180,7 +180,6 @@ unsafe fn few_acts<'w, E: float::FloatElem + 'w, T: Tiles<Row = &'w [E]>, const 
 /// How many weight rows ahead [`few_acts`] fetches into L2.
 const FEW_PREFETCH_ROWS: usize = 16;
 
-
 /// Longest rows (`k`) that [`float_rows`] multiplies eight at a time against one activation
 /// row: attention heads (64) and decode-time KV lengths; longer rows are weight matrices
 /// streamed from memory, where two interleaved rows prefetch better.
