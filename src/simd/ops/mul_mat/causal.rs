@@ -5,7 +5,7 @@
 //! cache). There the softmax computes `x * scale + (-inf) = -inf` and `exp(-inf) = 0` whatever
 //! the score `x` was, and adds that 0 to its sum, which changes nothing. So when the executor runs
 //! a softmax row right after its scores (`mul_mat_softmax`), the product computes only the keys
-//! up to the query's last unmasked one (rounded up to [`ROW_MULTIPLE`]), the softmax reads only
+//! up to the query's last unmasked one (rounded up to `ROW_MULTIPLE`), the softmax reads only
 //! those and writes the rest as 0: the softmax's output, and everything after it, are the numbers
 //! stock computes. For a 256-token prompt from an empty cache that is close to half of KQ's
 //! multiply-adds and of the softmax's reads.
@@ -69,7 +69,7 @@ pub fn limits(mask: &Raw, n_kv: usize, n_q: usize) -> Option<Vec<usize>> {
 
 /// Splits a chunk of the product into the parts whose scores are needed, handed to `compute`;
 /// the rest is left unwritten (only the softmax reads the scores, and it reads no further than
-/// [`needed`]): query rows in blocks of [`BLOCK`], each computing keys up to the largest
+/// [`needed`]): query rows in blocks of `BLOCK`, each computing keys up to the largest
 /// [`needed`] of its rows.
 pub fn split(view: DstView<'_>, limits: &[usize], mut compute: impl FnMut(DstView<'_>)) {
     let (rows, acts) = (view.weight_rows(), view.act_rows());
@@ -94,7 +94,7 @@ pub fn split(view: DstView<'_>, limits: &[usize], mut compute: impl FnMut(DstVie
 pub const KEY_STEP: usize = 64;
 
 /// A chunk of a float product (F16 / F32 weights, prefixes of which [`Weights::prefix`] and
-/// [`Acts::prefix`] make) computed by `compute(part, k)` in blocks of [`BLOCK`] activation rows,
+/// [`Acts::prefix`] make) computed by `compute(part, k)` in blocks of `BLOCK` activation rows,
 /// each block's dot products stopping after its rows' last nonzero activation rounded up to
 /// [`KEY_STEP`] where the weights after that are finite (see the module doc). Same outputs as
 /// `compute(view, k)`.
