@@ -23,18 +23,10 @@
 use super::DstView;
 use std::cell::RefCell;
 
-/// Whether these kernels take rows of `k` elements: whole steps of ggml's 32-element loop, each
-/// length its own instantiation (the step count a constant of the code: with a variable one the
-/// 64-long KQ ran 1.3-1.4x slower), up to where a block's rows and a group's panel still sit in
-/// L1. Prompt KQV's key counts are whole multiples of 64 (`causal::trim_keys`).
-pub(super) fn handles(k: usize) -> bool {
-    matches!(k, 64 | 128 | 192 | 256)
-}
-
-/// Activation rows up to which the levels keep their few-row tiles even for rows [`handles`] takes
-/// (decoding with grouped query heads): those read each weight vector once for all the rows,
-/// straight from the weights, where this kernel would build its panel for a handful of outputs.
-pub(super) const FEW_ACTS: usize = 4;
+/// Activation rows up to which [`rows`] declines (decoding with grouped query heads): the levels'
+/// few-row tiles read each weight vector once for all the rows, straight from the weights, where
+/// this kernel would build its panel for a handful of outputs.
+const FEW_ACTS: usize = 4;
 
 /// Activation rows widened per block; each group of the panel passes over all of them while in
 /// L1 (pair by pair, the whole panel streamed from L2 for every pair, at L2's bandwidth).
@@ -90,17 +82,21 @@ thread_local! {
     static PANEL: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Every output of `dst`, whose weight rows `w(i)` and activation rows `a(j)` all have a length
-/// [`handles`] takes, in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc), `C`
-/// activation rows per panel pass. False (nothing computed) for other lengths.
+/// Every output of `dst` in exactly ggml-cpu's `vec_dot_f16/f32` arithmetic (see the module doc),
+/// `C` activation rows per panel pass, when this kernel takes the product; false (nothing
+/// computed) when it does not: up to [`FEW_ACTS`] activation rows, or rows other than 64, 128,
+/// 192 or 256 long. Those are whole steps of ggml's 32-element loop, each length its own
+/// instantiation (the step count a constant of the code: with a variable one the 64-long KQ ran
+/// 1.3-1.4x slower), up to where a block's rows and a group's panel still sit in L1; prompt
+/// KQV's key counts are whole multiples of 64 (`causal::trim_keys`).
 ///
 /// # Safety
 /// The CPU has the features of `L`'s level; inlined into a function compiled for them.
 #[inline(always)]
 pub(super) unsafe fn rows<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: usize>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) -> bool {
     let acts = dst.act_rows();
-    if acts.is_empty() {
-        return true;
+    if acts.len() <= FEW_ACTS {
+        return false;
     }
     // SAFETY (all arms): passed on from this function's contract.
     unsafe {

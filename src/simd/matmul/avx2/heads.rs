@@ -6,8 +6,6 @@ use crate::simd::matmul::heads::{self, LaneRows, Lanes};
 use crate::simd::matmul::DstView;
 use std::arch::x86_64::*;
 
-pub(super) use heads::{handles, FEW_ACTS};
-
 /// AVX2's `__m256`.
 pub(super) struct Avx2Lanes;
 
@@ -81,8 +79,8 @@ unsafe impl<E: FloatElem> LaneRows<E> for Avx2Lanes {
     }
 }
 
-/// Every output of `dst` when its rows have a length [`handles`] takes ([`heads::rows`] with
-/// eight lanes); false (nothing computed) otherwise.
+/// Every output of `dst` if the head-row kernel takes the product ([`heads::rows`] with eight
+/// lanes); false (nothing computed) otherwise.
 ///
 /// # Safety
 /// AVX2, FMA and F16C must be available.

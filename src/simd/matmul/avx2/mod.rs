@@ -112,10 +112,10 @@ fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut Dst
 #[target_feature(enable = "avx2,fma,f16c")]
 fn float_rows<'w, 'a, E: float::FloatElem + 'w + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [E], dst: &mut DstView<'_>) {
     let acts = dst.act_rows();
-    // (a few activation rows, decoding with grouped query heads: the tiles below, which load
-    // each weight vector once for all of them)
+    // (a few activation rows, decoding with grouped query heads, are left to the tiles below,
+    // which load each weight vector once for all of them)
     // SAFETY: as quant_rows.
-    if acts.len() > heads::FEW_ACTS && heads::handles(a(acts.start).len()) && unsafe { heads::rows(&w, &a, dst) } {
+    if unsafe { heads::rows(&w, &a, dst) } {
         return;
     }
     let tiles = FloatTiles::new(w, acts.clone(), a);

@@ -10,8 +10,6 @@ use crate::simd::matmul::heads::{self, LaneRows, Lanes};
 use crate::simd::matmul::DstView;
 use std::arch::x86_64::*;
 
-pub(super) use heads::{handles, FEW_ACTS};
-
 /// AVX-512's `__m512`.
 pub(super) struct Avx512Lanes;
 
@@ -93,8 +91,8 @@ unsafe impl<T: Elem512> LaneRows<T> for Avx512Lanes {
     }
 }
 
-/// Every output of `dst` when its rows have a length [`handles`] takes ([`heads::rows`] with
-/// sixteen lanes); false (nothing computed) otherwise.
+/// Every output of `dst` if the head-row kernel takes the product ([`heads::rows`] with sixteen
+/// lanes); false (nothing computed) otherwise.
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C.

@@ -39,10 +39,10 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
 unsafe fn float_rows_avx512<'w, 'a, E: float::Elem512 + 'w, A: float::Elem512 + 'a>(w: impl Fn(usize) -> &'w [E], a: impl Fn(usize) -> &'a [A], dst: &mut DstView<'_>) {
-    // (up to four activation rows, decoding with grouped query heads: `float_rows`' few-row
-    // tiles, which load each weight vector once for all of them)
+    // (up to four activation rows, decoding with grouped query heads, are left to `float_rows`'
+    // few-row tiles, which load each weight vector once for all of them)
     // SAFETY: features by this function's contract.
-    if dst.act_rows().len() > heads::FEW_ACTS && heads::handles(a(dst.act_rows().start).len()) && unsafe { heads::rows(&w, &a, dst) } {
+    if unsafe { heads::rows(&w, &a, dst) } {
         return;
     }
     let rows = dst.weight_rows();
