@@ -429,7 +429,10 @@ impl Panel {
 /// With prefetches into L1 (`T0`, 4 KiB ahead) most of the product's samples sat on the
 /// prefetch instruction itself, waiting for a free L1 miss buffer; prefetching into L2 twice as
 /// far ahead made SmolLM2's generation 5.5 % faster on a Sapphire Rapids-class Xeon (16 KiB:
-/// the same; 9 interleaved runs each).
+/// the same; 9 interleaved runs each). Every row fetches its own line ahead with every block
+/// (a few times per line): spreading the lines of a pass's byte range over its blocks took two
+/// divisions per block and was slower on Zen 4 (`bench_matvec`, one thread, 1536 x 576: Q4_1
+/// hot 30.6 -> 29.0 us, cold 43-46 -> 35-38; Q8_0 cold 57-66 -> 50-52).
 const PREFETCH_BYTES: usize = 8192;
 
 /// Matrix-vector product (one activation column) of rows `w` into `out` (`out[r]` for `w[r]`),
@@ -476,16 +479,12 @@ pub(crate) unsafe fn matvec<F: Avx512Tile, const P: usize>(w: &[&[F::W]], a: &Ac
         }
         let mut acc = [_mm512_setzero_ps(); P];
         let mut summs = _mm512_setzero_ps();
-        // The pass's rows as one byte range (ggml's rows lie in ascending order, usually back to
-        // back), whose lines PREFETCH_BYTES further on are fetched spread over the blocks.
-        let first = wr[0][0].as_ptr() as usize;
-        let last = wr[np - 1][1].as_ptr() as usize + nb * std::mem::size_of::<F::W>();
-        let lines = if last > first && last - first <= 4 * 2 * P * nb * std::mem::size_of::<F::W>() { (last - first).div_ceil(64) } else { 0 };
-        let ahead = (first as *const i8).wrapping_add(PREFETCH_BYTES);
         for b in 0..nb {
-            for l in b * lines / nb..(b + 1) * lines / nb {
-                // prefetching is a hint and never faults, wherever the address points
-                _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(l * 64));
+            for p in 0..P {
+                for row in wr[p] {
+                    // prefetching is a hint and never faults, wherever the address points
+                    _mm_prefetch::<_MM_HINT_T1>((row.as_ptr() as *const i8).wrapping_add(b * std::mem::size_of::<F::W>() + PREFETCH_BYTES));
+                }
             }
             // SAFETY (unchecked reads): b < nb <= every row's length and the activations'
             // blocks / d / s / off lengths (asserted).
