@@ -467,6 +467,51 @@ fn avx512_level_matches_avx2_bitwise() {
     }
 }
 
+/// The AVX2 matrix-vector product (four rows per pass, their scales widened together) gives every
+/// row the bits of ggml's one-row `vec_dot` (`quant::quant_dot`, the 1 x 1 tile): row counts
+/// around the passes of four, views that start mid-matrix, rows up to the FFN's 1536, extreme
+/// quants, and block scales down to half precision's subnormals.
+#[test]
+fn avx2_matvec_matches_vec_dot_bitwise() {
+    if !available_levels().contains(&SimdLevel::Avx2) {
+        return;
+    }
+    fn check<F: TileFormat>(tw: &TestWeights, q: &QuantizedActs, a: &Acts<'_>, acts: &[F::A], what: &str) {
+        let w = tw.weights();
+        let mut got = vec![f32::NAN; tw.rows];
+        let cut = tw.rows / 3;
+        let (l, r) = DstView::new(&mut got, 1, tw.rows, tw.rows).split_at(cut);
+        for v in [l, r] {
+            mul_mat_vec_at(SimdLevel::Avx2, &w, a, q, v);
+        }
+        for (i, g) in got.iter().enumerate() {
+            let want = vec_dot_at::<F>(SimdLevel::Avx2, blocks_from_bytes::<F::W>(w.row(i)), acts);
+            assert_eq!(g.to_bits(), want.to_bits(), "{what}: row {i} of {} (view cut at {cut})", tw.rows);
+        }
+    }
+    let mut rng = Lcg::new(1234);
+    for wtype in [WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+        for k in [32usize, 96, 576, 1536] {
+            for rows in [1usize, 2, 3, 4, 5, 7, 8, 9, 17] {
+                for scale in [1.0f32, 1e-6] {
+                    let tw = TestWeights::with_odd_rows_scaled(wtype, k, rows, &mut rng, scale);
+                    // a few saturated values so quants reach -127 / 127
+                    let acts: Vec<f32> = (0..k).map(|i| if i % 37 == 0 { 50.0 } else if i % 41 == 0 { -50.0 } else { rng.next_gauss() }).collect();
+                    let a = Acts::new(&acts, k, 1, k);
+                    let mut q = QuantizedActs::new();
+                    q.prepare_at(SimdLevel::Avx2, wtype, &a);
+                    let what = format!("{wtype:?} k={k} rows={rows} odd rows x{scale}");
+                    match wtype {
+                        WType::Q4_0 => check::<quant::Q4_0>(&tw, &q, &a, q.q8_0_row(0), &what),
+                        WType::Q4_1 => check::<quant::Q4_1>(&tw, &q, &a, q.q8_1_row(0), &what),
+                        _ => check::<quant::Q8_0>(&tw, &q, &a, q.q8_0_row(0), &what),
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The AVX-512 matrix-vector product scales Q4_1's high-nibble lanes by 1/16 on the activation
 /// side (see `avx512::quant::matvec`); that is exact only while the scale products stay clear of
 /// f32's subnormals. Weight scales down to half precision's smallest subnormals, against

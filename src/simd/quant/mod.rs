@@ -442,9 +442,12 @@ pub(crate) mod x86_util {
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn nibbles32(qs: &[u8; 16]) -> __m256i {
-        let raw = load_u8x16(qs);
-        let both = _mm256_set_m128i(_mm_srli_epi16::<4>(raw), raw);
-        _mm256_and_si256(both, _mm256_set1_epi8(0x0F))
+        // the 16 bytes in both halves (a broadcasting load: no shuffle), the high copy shifted
+        // down a nibble
+        // SAFETY: qs is 16 readable bytes; the load has no alignment requirement.
+        let both = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(qs.as_ptr() as *const __m128i) });
+        let v = _mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0));
+        _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
     }
 
     /// Unsigned-by-signed byte products summed in groups of 4, as 8 floats. Exact while each

@@ -3,6 +3,7 @@
 
 pub(super) mod float;
 pub(super) mod heads;
+mod matvec;
 pub(super) mod quant;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
@@ -98,6 +99,12 @@ impl<'p, F: Avx2Tile> Tiles for PanelTiles<'p, '_, F> {
 #[target_feature(enable = "avx2,fma,f16c")]
 fn quant_rows<F: Avx2Tile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
+    if dst.is_single_act() {
+        let r0 = rows.start;
+        // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C; the kernel
+        // checks the rows' lengths.
+        return unsafe { matvec::matvec::<F>(|r| blocks_from_bytes::<F::W>(w.row(r0 + r)), rows.len(), a, dst.row_mut(0)) };
+    }
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
         // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
         let panel = unsafe { quant::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows()) };

@@ -32,14 +32,18 @@ pub unsafe trait Avx2Tile: Format {
     type Prep: Copy;
     /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
     const HAS_MIN: bool;
-    /// Whether a matrix-vector product prefetches this format's weights into L2 (`T1`) rather
-    /// than L1 (`T0`). Q8_0's blocks are quick to multiply, so its decode products wait on memory,
-    /// and L2 prefetches (which free their L1 miss buffer at once) keep more lines in flight:
-    /// `bench_matvec` cold 102 -> 88-93 us. The 4-bit formats' unpacking keeps the loop busy
-    /// long enough for L1 prefetches to arrive, and T1 made Q4_1's 64 -> 66-74 us.
-    const PREFETCH_L2: bool = false;
+    /// Whether the matrix-vector product (`matvec`) prefetches this format's weights into L2
+    /// (`T1`) rather than L1 (`T0`). L2 prefetches free their L1 miss buffer at once and keep
+    /// more lines in flight: `bench_matvec` cold, four rows per pass, Q4_1 42 -> 35 us and Q8_0
+    /// likewise; Q4_0's went 40 -> 51-54 us, so it keeps L1.
+    const PREFETCH_L2: bool;
     /// The unpacked block, its scale and (Q4_1) its minimum, as f32.
     unsafe fn prep(w: &Self::W) -> (Self::Prep, f32, f32);
+    /// The unpacked block alone (what [`Self::prep`] returns first).
+    unsafe fn quants(w: &Self::W) -> Self::Prep;
+    /// The block's half-precision scale in the low 16 bits and (Q4_1) its minimum in the high
+    /// 16 (zero for the other formats): four rows' words widen with one conversion.
+    fn scale_bits(w: &Self::W) -> u32;
     /// The activation block's 32 quants.
     unsafe fn acts(a: &Self::A) -> __m256i;
     /// The block's integer dot product as 8 lanes of 4-product sums, converted to float. Integer
@@ -59,9 +63,19 @@ macro_rules! signed_format {
             const PREFETCH_L2: bool = $l2;
             #[inline]
             #[target_feature(enable = "avx2,fma,f16c")]
-            unsafe fn prep($w: &$block) -> (Self::Prep, f32, f32) {
+            unsafe fn prep(w: &$block) -> (Self::Prep, f32, f32) {
+                // SAFETY: AVX2 by this function's contract.
+                (unsafe { Self::quants(w) }, half(w.d), 0.0)
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn quants($w: &$block) -> Self::Prep {
                 let q = $quants;
-                ((_mm256_sign_epi8(q, q), q), half($w.d), 0.0)
+                (_mm256_sign_epi8(q, q), q)
+            }
+            #[inline]
+            fn scale_bits(w: &$block) -> u32 {
+                w.d as u32
             }
             #[inline]
             #[target_feature(enable = "avx2,fma,f16c")]
@@ -84,11 +98,21 @@ unsafe impl Avx2Tile for Q4_1 {
     /// The nibbles are unsigned already.
     type Prep = __m256i;
     const HAS_MIN: bool = true;
+    const PREFETCH_L2: bool = true;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn prep(w: &BlockQ4_1) -> (Self::Prep, f32, f32) {
         let dm = halves4(w.d, w.m, 0, 0);
         (nibbles32(&w.qs), _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn quants(w: &BlockQ4_1) -> Self::Prep {
+        nibbles32(&w.qs)
+    }
+    #[inline]
+    fn scale_bits(w: &BlockQ4_1) -> u32 {
+        w.d as u32 | (w.m as u32) << 16
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
@@ -110,11 +134,6 @@ fn half(h: u16) -> f32 {
 
 pub(crate) use super::super::ActRows;
 use super::super::acts::{MinSums, MinSumsRow};
-
-/// How far ahead of the block being multiplied a matrix-vector product prefetches its weights, in
-/// bytes: decoding streams the weights from DRAM, and 24 blocks ahead (~0.5 KiB) left one core
-/// latency-bound at ~5 GB/s where 4 KiB reaches ~8.5 (ignored test `bench_matvec`).
-const PREFETCH_BYTES: usize = 4096;
 
 /// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
 /// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for
@@ -147,16 +166,6 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
         }
         // each weight block is unpacked once and used for every column while in registers
         for r in 0..R {
-            if C == 1 {
-                // One activation row: the weights stream from memory once and the loop waits on
-                // them; fetch a few blocks ahead (prefetching never faults, even past the row).
-                let ahead = (w[r].as_ptr() as *const i8).wrapping_add(b * std::mem::size_of::<F::W>() + PREFETCH_BYTES);
-                if F::PREFETCH_L2 {
-                    _mm_prefetch::<_MM_HINT_T1>(ahead);
-                } else {
-                    _mm_prefetch::<_MM_HINT_T0>(ahead);
-                }
-            }
             let (p, dw, mw) = unsafe { F::prep(w[r].get_unchecked(b)) };
             if F::HAS_MIN {
                 summs[r] = _mm_fmadd_ps(_mm_set1_ps(mw), sv, summs[r]);
@@ -166,7 +175,7 @@ pub(crate) unsafe fn quant_tile<F: Avx2Tile, const R: usize, const C: usize>(w: 
             // rows: with the tile's accumulators that was more registers than AVX2 has, and the
             // accumulators went to the stack. `dw * da` as a vector multiply of two broadcasts
             // is the same single-precision product as ggml's scalar one.
-            // (One activation row, decoding: the scalar product, which measured faster there.)
+            // (One column: the scalar product, which measured faster when decoding ran here.)
             let dwv = _mm256_set1_ps(dw);
             for c in 0..C {
                 let q = unsafe { F::ints(p, F::acts(a.blocks.get_unchecked((c0 + c) * nb + b))) };
