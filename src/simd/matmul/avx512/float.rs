@@ -276,6 +276,10 @@ unsafe fn few_rows<E: Elem512, A: Elem512, const R: usize, const C: usize>(w: &[
     let ap: [*const A; C] = std::array::from_fn(|c| a[c].as_ptr());
     let mut r0 = 0;
     let row_bytes = (np + tail) * std::mem::size_of::<E>();
+    // the rows before the loop's look-ahead reaches: asked for at once, not missed one by one
+    for row in &w[..FEW_PREFETCH_ROWS.min(m)] {
+        prefetch_l2(row.as_ptr() as *const u8, row_bytes);
+    }
     while r0 < m {
         for r in r0 + FEW_PREFETCH_ROWS..(r0 + FEW_PREFETCH_ROWS + R).min(m) {
             prefetch_l2(w[r].as_ptr() as *const u8, row_bytes);
