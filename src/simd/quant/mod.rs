@@ -444,8 +444,7 @@ pub(crate) mod x86_util {
     pub(crate) fn nibbles32(qs: &[u8; 16]) -> __m256i {
         // the 16 bytes in both halves (a broadcasting load: no shuffle), the high copy shifted
         // down a nibble
-        // SAFETY: qs is 16 readable bytes; the load has no alignment requirement.
-        let both = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(qs.as_ptr() as *const __m128i) });
+        let both = _mm256_broadcastsi128_si256(load_u8x16(qs));
         let v = _mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0));
         _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
     }

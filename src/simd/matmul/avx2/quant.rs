@@ -103,7 +103,8 @@ unsafe impl Avx2Tile for Q4_1 {
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn prep(w: &BlockQ4_1) -> (Self::Prep, f32, f32) {
         let dm = halves4(w.d, w.m, 0, 0);
-        (nibbles32(&w.qs), _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
+        // SAFETY: AVX2 by this function's contract.
+        (unsafe { Self::quants(w) }, _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
