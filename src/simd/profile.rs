@@ -1,6 +1,6 @@
 //! `GGML_RS_SIMD_PROFILE=1`: wall time per kind of node (op, types, shapes), printed to stderr as
-//! a table when a SIMD backend is freed. It is how the README's breakdown of the SIMD backend's
-//! time is measured inside the real hosts, where a sampling profiler only sees one big kernel.
+//! a table when a SIMD backend is freed. It is how the SIMD backend's time (docs/simd.md, "where the
+//! time goes") is measured inside the real hosts, where a sampling profiler only sees one big kernel.
 
 use once_cell::sync::Lazy;
 use parking_lot::Mutex;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interleaved A/B runs of host drivers: the same model through several driver executables
 (e.g. a saved copy of the previous build and the current one), run in turn, medians printed with
-each one's speed relative to the first. How the kernel changes under "Measured" in README.md
+each one's speed relative to the first. How the kernel changes in docs/measured.md
 were judged: on a shared machine only interleaved runs of both builds compare. Timing only:
 bench.sh and the test command check that the outputs equal stock's.
 

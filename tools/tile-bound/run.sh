@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The AVX2 Q4_1 tile's bounds on this CPU (README, "Measured"): ports.c (the tile's instructions
+# The AVX2 Q4_1 tile's bounds on this CPU (docs/measured.md): ports.c (the tile's instructions
 # in registers, no loads) and replica.c (the tile on the library's chunk layout, in C), each
 # compiled with clang -O2 (GCC's code for the replica is ~30 % slower) and run twice; on CPUs with
 # AVX-512 VNNI also replica512.c (the 512-bit panel tile, with SmolLM2's 18 and 48 blocks per row).
