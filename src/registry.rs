@@ -87,6 +87,17 @@ impl<R: Rev> Registry<R> {
             }
         }
         if !host_has_cpu {
+            // Either the program has no ggml-cpu at all (a C program on ggml's core and our SIMD
+            // backend) or a static archive's ggml-cpu was never pulled into the link: a weak
+            // reference pulls no archive member. The second loses the app its CPU backend without
+            // a word from stock's point of view, so say once how to keep it.
+            crate::log_at!(R, Warn, "ggml_backend_registry",
+                "this program links no {p}ggml_backend_cpu_reg, so ggml-cpu is not registered{simd}. If the host \
+                 compiles ggml-cpu into a static archive, build the host with ggml-backend-rs's ggml-backend.h and \
+                 -D{e}GGML_USE_CPU (its link anchors keep ggml-cpu in the link) or link that archive whole \
+                 (-Wl,--whole-archive with GNU ld / lld, -Wl,-force_load with Apple's ld)",
+                p = R::PREFIX, e = R::ENV_PREFIX,
+                simd = if cfg!(feature = "simd") { "; the library's SIMD backend stands in as the CPU device" } else { "" });
             // no ggml-cpu linked: SIMD is the CPU device, so init_best() and the scheduler work
             add_simd(&mut state, DEV_TYPE_CPU);
         }
