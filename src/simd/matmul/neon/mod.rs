@@ -49,6 +49,7 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q4_0 => unsafe { quant_rows::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q4_1 => unsafe { quant_rows::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
         // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
