@@ -1,9 +1,14 @@
 //! Activations in the partner format of the weights (ggml's `vec_dot_type`), prepared once per
 //! product and read by every thread.
+//!
+//! One preparation serves whichever SIMD level runs the product, so the few facts about a level
+//! that decide what is prepared live here, below the ISA families that read the result: which
+//! levels read F16 activations as half bits ([`halves`]) and AVX-512's `vpdpbusd` start values
+//! (`offsets`). The families import this file and it imports none of them.
 
-use super::{Acts, WType};
+use super::operands::Acts;
 use crate::simd::cpu_features::{simd_level, SimdLevel};
-use crate::simd::quant::{self, q8_0, q8_1, BlockQ8_0, BlockQ8_1, QuantBlock, QK};
+use crate::simd::quant::{self, q8_0, q8_1, BlockQ8_0, BlockQ8_1, QuantBlock, WType, QK};
 
 /// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
 /// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
@@ -102,7 +107,7 @@ pub(super) fn halves(level: SimdLevel, k: usize) -> bool {
     #[cfg(target_arch = "aarch64")]
     return {
         let _ = k;
-        super::neon::half_products(level)
+        half_products(level)
     };
     #[allow(unreachable_code)]
     {
@@ -120,6 +125,23 @@ pub(super) fn halves(level: SimdLevel, k: usize) -> bool {
 /// conversions cost more than they save there (k = 512: 1.07-1.10x as halves, k = 576: 1.10-1.16x).
 #[cfg(target_arch = "x86_64")]
 const AVX512_HALVES_MIN_K: usize = 1024;
+
+/// Whether F16 products at `level` accumulate in half precision: NEON on a CPU with FEAT_FP16,
+/// as ggml-cpu built with `+fp16` (see `neon::tiles::f16_tile_hp`); their activations are then
+/// prepared as half bits too.
+#[cfg(target_arch = "aarch64")]
+fn half_products(level: SimdLevel) -> bool {
+    crate::simd::cpu_features::clamp_level(level) == crate::simd::cpu_features::SimdLevel::Neon && crate::simd::cpu_features::has_fp16()
+}
+
+/// The activation blocks' 4-byte sums times `off`, as the `vpdpbusd` start values of the
+/// formats with signed weights (see `avx512::quant`'s module doc):
+/// `out[i][l] = off * sum(qs[4l..4l + 4])`.
+#[cfg(target_arch = "x86_64")]
+fn offsets(blocks: impl Iterator<Item = [i8; 32]>, off: i32, out: &mut Vec<[i32; 8]>) {
+    out.clear();
+    out.extend(blocks.map(|qs| std::array::from_fn(|l| off * qs[4 * l..4 * l + 4].iter().map(|&q| q as i32).sum::<i32>())));
+}
 
 /// Activation rows converted to the partner format of a quantized weight type (Q8_0 for Q4_0 and
 /// Q8_0 weights, Q8_1 for Q4_1), computed once per MUL_MAT and then read by every thread.
@@ -141,7 +163,7 @@ pub struct QuantizedActs {
     /// Whether the F16 activations were prepared as `hb` (else as `h`).
     pub(super) halves: bool,
     /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
-    /// start values of `vpdpbusd` over unsigned weight bytes (see `quant::tile_avx512`).
+    /// start values of `vpdpbusd` over unsigned weight bytes (see `avx512::quant`).
     #[cfg(target_arch = "x86_64")]
     pub(super) off: Vec<[i32; 8]>,
     /// Row `j` of `h` starts at `h_off + j * h_stride` (64-byte aligned rows).
@@ -248,7 +270,7 @@ impl QuantizedActs {
                 #[cfg(target_arch = "x86_64")]
                 if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 {
                     let off = if wtype == WType::Q4_0 { -8 } else { -128 };
-                    super::avx512::quant::offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
+                    offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
             WType::Q4_1 => {

@@ -1,8 +1,9 @@
 //! The sgemm path of MUL_MAT (portable level, and `GGML_RS_SIMD_SGEMM=1`): weight rows
 //! dequantized panel by panel and multiplied with `matrixmultiply::sgemm`.
 
-use super::{check_shapes, Acts, DstView, WType, Weights};
+use super::operands::{check_shapes, Acts, DstView, Weights};
 use crate::simd::cpu_features::{simd_level, SimdLevel};
+use crate::simd::quant::WType;
 
 /// Weight rows dequantized per sgemm call: a panel of about 256 KiB so it stays in L2 while
 /// sgemm streams the activations past it; a multiple of 8 to match sgemm's register tile.

@@ -20,7 +20,7 @@
 // Output arrays index activation rows and lanes with the same numbers as the kernel's doc.
 #![allow(clippy::needless_range_loop)]
 
-use super::DstView;
+use super::operands::DstView;
 use std::cell::RefCell;
 
 /// Activation rows up to which [`rows`] declines (decoding with grouped query heads): the levels'

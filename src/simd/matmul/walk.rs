@@ -1,7 +1,7 @@
 //! The register-tile walk every SIMD level shares: which tiles of a [`DstView`] are computed in
 //! which order. Each ISA folder implements [`Tiles`] with its kernels.
 
-use super::DstView;
+use super::operands::DstView;
 use std::ops::Range;
 
 /// A register-tile kernel for the SIMD levels: the outputs of weight rows `i..i + R` against

@@ -3,7 +3,7 @@
 
 use super::float::FloatElem;
 use crate::simd::matmul::heads::{self, LaneRows, Lanes};
-use crate::simd::matmul::DstView;
+use crate::simd::matmul::operands::DstView;
 use std::arch::x86_64::*;
 
 /// AVX2's `__m256`.

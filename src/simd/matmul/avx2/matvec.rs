@@ -10,7 +10,8 @@
 //! four `dw * da` (the same single IEEE product per lane as ggml's multiply of two broadcasts),
 //! and Q4_1's four `m * s` chains run in the other lanes of one FMA.
 
-use super::quant::{ActRows, Avx2Tile};
+use super::super::acts::ActRows;
+use super::quant::Avx2Tile;
 use crate::simd::quant::x86_util::hsum_ps;
 use std::arch::x86_64::*;
 

@@ -7,11 +7,12 @@ mod matvec;
 pub(super) mod quant;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
-use super::{Acts, DstView, QuantizedActs, WType, Weights};
+use super::acts::{ActRows, QuantizedActs};
+use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32, prefetch_l2};
-use crate::simd::quant::{Q4_0, Q4_1, Q8_0};
-use quant::{ActRows, Avx2Tile};
+use crate::simd::quant::{WType, Q4_0, Q4_1, Q8_0};
+use quant::Avx2Tile;
 use std::arch::x86_64::*;
 
 /// Every output of `dst` with ggml-cpu's AVX2 arithmetic, in register tiles of weight rows

@@ -133,8 +133,7 @@ fn half(h: u16) -> f32 {
     _mm_cvtss_f32(halves4(h, 0, 0, 0))
 }
 
-pub(crate) use super::super::ActRows;
-use super::super::acts::{MinSums, MinSumsRow};
+use super::super::acts::{ActRows, MinSums, MinSumsRow};
 
 /// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`: for every output, ggml's
 /// `acc = fma(dw * da, ints, acc)` over the blocks in order, `summs = fma(m, s, summs)` for

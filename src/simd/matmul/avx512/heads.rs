@@ -7,7 +7,7 @@
 use super::float::Elem512;
 use crate::simd::matmul::avx2::heads::transpose8;
 use crate::simd::matmul::heads::{self, LaneRows, Lanes};
-use crate::simd::matmul::DstView;
+use crate::simd::matmul::operands::DstView;
 use std::arch::x86_64::*;
 
 /// AVX-512's `__m512`.

@@ -1,15 +1,24 @@
 //! The AVX-512 tile family ([`SimdLevel::Avx512`](crate::simd::cpu_features::SimdLevel)):
 //! `quant` (the block formats' [`Avx512Tile`]s: unpacked weight panels, `vpdpbusd`), `float`
 //! (F16 / F32 rows), and here their entry points. Same values as the AVX2 family, lane by lane.
+//!
+//! Built on the AVX2 family by design, and the one family that imports another: the AVX-512
+//! level runs only where AVX2, FMA and F16C are there too and gives ggml-cpu's AVX2 answers, so it
+//! takes from `avx2` what would otherwise be written twice: each block format's
+//! [`Avx2Tile`](super::avx2::quant::Avx2Tile) (its block types and scales), which [`Avx512Tile`]
+//! extends; ggml's fused / unfused split of F32 leftovers (`avx2::float::f32_tail_unfused`); and
+//! the 8 x 8 transpose of the head-row kernel (`avx2::heads::transpose8`). `avx2` imports nothing
+//! of this family. What the activations need for `vpdpbusd` is prepared in `acts` (its
+//! `offsets`), below both.
 
 pub(super) mod float;
 mod heads;
 pub(super) mod quant;
 
-use super::avx2::quant::ActRows;
-use super::{Acts, DstView, QuantizedActs, WType, Weights};
+use super::acts::{ActRows, QuantizedActs};
+use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
-use crate::simd::quant::{Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{WType, Q4_0, Q4_1, Q8_0};
 use quant::Avx512Tile;
 
 /// Every output of `dst` with the AVX-512 kernels.

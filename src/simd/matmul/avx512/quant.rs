@@ -29,7 +29,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::super::avx2::quant::Avx2Tile;
-use super::super::ActRows;
+use super::super::acts::ActRows;
 use crate::simd::quant::x86_util::{self, hsum_ps};
 use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Q4_0, Q4_1, Q8_0};
 use std::arch::x86_64::*;
@@ -200,13 +200,6 @@ unsafe impl Avx512Tile for Q8_0 {
     const D1_LANE: i32 = 1;
 }
 
-/// The activation blocks' 4-byte sums times `off`, as the `vpdpbusd` start values of the
-/// formats with signed weights (see the module doc): `out[i][l] = off * sum(qs[4l..4l + 4])`.
-pub(crate) fn offsets(blocks: impl Iterator<Item = [i8; 32]>, off: i32, out: &mut Vec<[i32; 8]>) {
-    out.clear();
-    out.extend(blocks.map(|qs| std::array::from_fn(|l| off * qs[4 * l..4 * l + 4].iter().map(|&q| q as i32).sum::<i32>())));
-}
-
 /// Loads a block's 32 activation bytes (or 8 offsets) into both halves of a register.
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
@@ -364,7 +357,7 @@ impl Panel {
 
     /// Outputs of row pairs `p0..p0 + P` with activation columns `c0..c0 + C`: `out[p][h][c]` is
     /// row `2 (p0 + p) + h`, column `c0 + c` (a duplicated odd last row's value is meaningless).
-    /// `off` holds [`offsets`] of `a`'s blocks (row-major like them) for the signed formats.
+    /// `off` holds `acts::offsets` of `a`'s blocks (row-major like them) for the signed formats.
     ///
     /// # Safety
     /// As [`Self::prepare`], which must have run for `a`.

@@ -13,7 +13,8 @@
 
 use super::tiles::{block_ints, NeonTile, FUSED_MLA};
 use crate::simd::quant::f16::neon::widen4;
-use crate::simd::matmul::{ActRows, DstView, Weights};
+use crate::simd::matmul::acts::ActRows;
+use crate::simd::matmul::operands::{DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use std::arch::aarch64::*;
 

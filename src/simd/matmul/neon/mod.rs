@@ -5,8 +5,9 @@ mod matvec;
 pub(super) mod tiles;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
-use super::{ActRows, Acts, DstView, QuantizedActs, WType, Weights};
-use crate::simd::quant::{blocks_from_bytes, Q4_0, Q4_1, Q8_0};
+use super::acts::{ActRows, QuantizedActs};
+use super::operands::{Acts, DstView, Weights};
+use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q8_0};
 use tiles as tile;
 
 /// Every output of `dst` with ggml-cpu's NEON arithmetic, in register tiles of weight rows x
@@ -48,19 +49,13 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q4_0 => unsafe { quant_rows::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q4_1 => unsafe { quant_rows::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
         // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
         WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| &q.h_row(j)[..w.k()]), dst) },
         WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.act_rows(), |j| acts.row(j)), dst) },
     }
-}
-
-/// Whether F16 products at `level` accumulate in half precision: NEON on a CPU with FEAT_FP16,
-/// as ggml-cpu built with `+fp16` (see `tiles::f16_tile_hp`); their activations are then
-/// prepared as half bits too.
-pub(super) fn half_products(level: crate::simd::cpu_features::SimdLevel) -> bool {
-    crate::simd::cpu_features::clamp_level(level) == crate::simd::cpu_features::SimdLevel::Neon && crate::simd::cpu_features::has_fp16()
 }
 
 /// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`), in

@@ -54,8 +54,7 @@
 // and column numbers; iterator chains over them would hide which output each FMA feeds.
 #![allow(clippy::needless_range_loop)]
 
-use super::super::acts::{MinSums, MinSumsRow};
-use super::super::ActRows;
+use super::super::acts::{ActRows, MinSums, MinSumsRow};
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::f16::neon::widen4;
 use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
