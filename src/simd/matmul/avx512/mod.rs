@@ -40,8 +40,8 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
     }
 }
 
-/// F16 / F32 outputs of `dst` with the AVX-512 kernels (same values, see
-/// `quant::float_tile_avx512`).
+/// F16 / F32 outputs of `dst` with the AVX-512 kernels (same values as AVX2's, see
+/// `float::float_rows`).
 ///
 /// # Safety
 /// The CPU has AVX-512 F/BW/VL/DQ (`has_avx512`).
