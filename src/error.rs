@@ -14,10 +14,20 @@ impl fmt::Display for Error {
 
 pub type Result<T> = std::result::Result<T, Error>;
 
+impl Error {
+    /// The message of `bail!`, formatted out of line: one copy of `format!`'s code for the
+    /// library instead of one per failure site and revision.
+    #[cold]
+    #[inline(never)]
+    pub fn from_args(args: fmt::Arguments<'_>) -> Error {
+        Error(fmt::format(args))
+    }
+}
+
 /// `bail!("fmt", args)` returns `Err(Error(format!(...)))`.
 #[macro_export]
 macro_rules! bail {
-    ($($arg:tt)*) => { return Err($crate::error::Error(format!($($arg)*))) };
+    ($($arg:tt)*) => { return Err($crate::error::Error::from_args(format_args!($($arg)*))) };
 }
 
 /// `ensure!(cond, "fmt", args)` bails unless `cond` holds.
