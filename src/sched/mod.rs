@@ -197,6 +197,8 @@ pub struct Sched<R: Rev> {
 
     pub(crate) is_reset: bool,
     is_alloc: bool,
+    /// the bytes of the graph inputs the allocator left at risk, saved before each compute
+    input_stash: Vec<u8>,
 }
 
 fn debug_level<R: Rev>() -> i32 {
@@ -284,6 +286,7 @@ impl<R: Rev> Sched<R> {
             callback_data: std::ptr::null_mut(),
             is_reset: false,
             is_alloc: false,
+            input_stash: Vec::new(),
         });
         s.reset();
         Ok(s)
@@ -443,7 +446,60 @@ impl<R: Rev> Sched<R> {
                 return Ok(STATUS_ALLOC_FAILED);
             }
         }
-        self.compute_splits()
+        self.save_inputs()?;
+        let st = self.compute_splits();
+        // written back however the compute ended: a cancelled one is the case that needs it
+        let restored = self.restore_inputs();
+        let st = st?;
+        restored?;
+        Ok(st)
+    }
+
+    /// The graph inputs whose memory later nodes reuse (the allocator keeps every input it can
+    /// without growing a buffer past stock's; see `alloc::GraphAlloc::at_risk`).
+    fn inputs_at_risk(&self) -> &[(*mut Tensor<R>, usize)] {
+        match &self.galloc {
+            Allocator::Ours(a) => a.at_risk(),
+            Allocator::Host(_) => &[],
+        }
+    }
+
+    /// Saves the at-risk inputs' bytes as the caller wrote them (a host copy the size of those
+    /// inputs, usually none at all).
+    fn save_inputs(&mut self) -> Result<()> {
+        let mut stash = std::mem::take(&mut self.input_stash);
+        stash.clear();
+        for &(t, _) in self.inputs_at_risk() {
+            let Some(t) = obj(t) else { continue };
+            let n = crate::tensor::nbytes(t)?;
+            let at = stash.len();
+            stash.resize(at + n, 0);
+            crate::buffer::tensor_get(t, stash[at..].as_mut_ptr() as *mut c_void, 0, n)?;
+        }
+        self.input_stash = stash;
+        Ok(())
+    }
+
+    /// Writes the saved inputs back once the backends holding them are done, so that computing
+    /// the same graph again (after a cancel, say) and reading an input back see what the caller
+    /// wrote, as when the allocator keeps them.
+    fn restore_inputs(&mut self) -> Result<()> {
+        let risky = self.inputs_at_risk();
+        if risky.is_empty() {
+            return Ok(());
+        }
+        let mut at = 0;
+        for &(t, id) in risky {
+            let Some(t) = obj(t) else { continue };
+            if let Some(be) = self.backends.get(id).and_then(|&b| obj(b)) {
+                be.synchronize();
+            }
+            let n = crate::tensor::nbytes(t)?;
+            ensure!(at + n <= self.input_stash.len(), "graph input '{}' was not saved before the compute", t.name());
+            crate::buffer::tensor_set(t, self.input_stash[at..].as_ptr() as *const c_void, 0, n)?;
+            at += n;
+        }
+        Ok(())
     }
 
     pub fn synchronize(&mut self) {
