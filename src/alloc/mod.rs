@@ -50,6 +50,19 @@ pub struct ArenaStats {
     pub unpinned_at_risk: usize,
 }
 
+/// A graph input whose bytes a later node of the placed graph overwrites (see
+/// [`GraphAlloc::at_risk`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AtRisk<R: Rev> {
+    pub tensor: *mut Tensor<R>,
+    /// the scheduler backend (buffer id) whose compute buffer holds it
+    pub buffer_id: usize,
+    /// no tensor alive at the end of the graph (an output) shares its bytes, so the caller's data
+    /// can be written back as soon as the compute ends; else only before the next compute, and
+    /// only if the caller wrote nothing new in between
+    pub eager: bool,
+}
+
 pub struct GraphAlloc<R: Rev> {
     bufts: Vec<*mut BufferType<R>>,
     /// buffer id -> arena (buffer types listed twice share one arena and one buffer)
@@ -67,10 +80,10 @@ pub struct GraphAlloc<R: Rev> {
     scratch_chunk: Vec<u8>,
     bases: Vec<[usize; MAX_CHUNKS]>,
     /// the unpinned graph inputs whose bytes a later node of the reserved plan overwrites, as
-    /// (position in the graph: node or `LEAF | leaf`, buffer id)
-    at_risk_homes: Vec<(u32, usize)>,
+    /// (position in the graph: node or `LEAF | leaf`, buffer id, may be written back at once)
+    at_risk_homes: Vec<(u32, usize, bool)>,
     /// those inputs in the graph last placed (see [`GraphAlloc::at_risk`])
-    at_risk: Vec<(*mut Tensor<R>, usize)>,
+    at_risk: Vec<AtRisk<R>>,
     /// per buffer id: the buffer type sizes tensors itself (else `nbytes`)
     custom_size: Vec<bool>,
     reserved: Option<(usize, usize)>,
@@ -203,7 +216,10 @@ impl<R: Rev> GraphAlloc<R> {
         let ours = chosen.unwrap_or_default();
 
         let risky = self.risky_inputs();
-        self.at_risk_homes = risky.iter().map(|&k| (self.plan.inputs[k].home, self.plan.blocks[self.plan.inputs[k].block as usize].buffer_id)).collect();
+        self.at_risk_homes = risky
+            .iter()
+            .map(|&k| (self.plan.inputs[k].home, self.plan.blocks[self.plan.inputs[k].block as usize].buffer_id, !self.shares_end(k)))
+            .collect();
         for a in 0..n {
             let arena_of = &self.arena_of;
             let blocks = &self.plan.blocks;
@@ -329,11 +345,35 @@ impl<R: Rev> GraphAlloc<R> {
         out
     }
 
+    /// Whether input `k`'s bytes (an at-risk one) end the graph under a tensor alive at its end:
+    /// the block a node computed in place over it, or another block never given back (outputs).
+    /// Writing the input back right after the compute would then destroy that tensor.
+    fn shares_end(&self, k: usize) -> bool {
+        let blocks = &self.plan.blocks;
+        let inp = &self.plan.inputs[k];
+        let ib = inp.block as usize;
+        if inp.handed_on && blocks[ib].end == NONE {
+            return true;
+        }
+        let a = self.arena_of[blocks[ib].buffer_id];
+        let (lo, hi) = (self.offsets[ib], self.offsets[ib] + blocks[ib].size);
+        (0..blocks.len()).any(|b| {
+            let blk = &blocks[b];
+            b != ib
+                && blk.end == NONE
+                && blk.size > 0
+                && self.arena_of[blk.buffer_id] == a
+                && self.chunk[b] == self.chunk[ib]
+                && self.offsets[b] < hi
+                && lo < self.offsets[b] + blk.size
+        })
+    }
+
     /// The graph inputs of the graph last placed whose bytes a later node overwrites (they are
-    /// not pinned: keeping them would make the buffer larger than stock's), with the buffer id
-    /// they live in. The scheduler saves them before a compute and writes them back after it, so
-    /// that a recompute still reads what the caller wrote.
-    pub fn at_risk(&self) -> &[(*mut Tensor<R>, usize)] {
+    /// not pinned: keeping them would make the buffer larger than stock's). The scheduler saves
+    /// them before a compute and writes them back (see [`AtRisk::eager`]), so that a recompute
+    /// still reads what the caller wrote.
+    pub fn at_risk(&self) -> &[AtRisk<R>] {
         &self.at_risk
     }
 
@@ -461,13 +501,13 @@ impl<R: Rev> GraphAlloc<R> {
         self.at_risk.clear();
         if r.is_ok() {
             let (nodes, leafs) = (g.nodes(), g.leafs());
-            for &(h, id) in &self.at_risk_homes {
+            for &(h, id, eager) in &self.at_risk_homes {
                 let list = if h & plan::LEAF != 0 { leafs } else { nodes };
                 let Some(&p) = list.get((h & !plan::LEAF) as usize) else { continue };
                 // only memory of ours can be overwritten by our plan
                 let ours = obj(p).is_some_and(|t| self.buffers[self.arena_of[id]].contains(&t.buffer));
                 if ours {
-                    self.at_risk.push((p, id));
+                    self.at_risk.push(AtRisk { tensor: p, buffer_id: id, eager });
                 }
             }
         }

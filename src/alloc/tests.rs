@@ -345,7 +345,7 @@ fn input_whose_pin_would_grow_the_buffer_is_at_risk() {
     unsafe { (*w).data = 64 as *mut std::ffi::c_void };
     assert!(a.alloc_graph(&cg).unwrap());
     assert_eq!(a.at_risk().len(), 1);
-    assert_eq!(a.at_risk()[0].0, inp);
+    assert_eq!(a.at_risk()[0].tensor, inp);
     assert_eq!(t(z).data, t(inp).data, "z reuses the input's bytes, as in stock");
 }
 
@@ -394,7 +394,7 @@ fn random_graphs_with_inputs_never_exceed_stock() {
         inside(&a, &g);
         let blocks = &a.plan.blocks;
         // an input left out of the at-risk list is overlapped by nothing taken after its death
-        let risky: Vec<*mut T> = a.at_risk().iter().map(|r| r.0).collect();
+        let risky: Vec<*mut T> = a.at_risk().iter().map(|r| r.tensor).collect();
         for inp in &a.plan.inputs {
             let p = inp.addr as *mut T;
             if risky.contains(&p) || inp.freed_at == NONE {
