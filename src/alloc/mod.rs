@@ -48,6 +48,8 @@ pub struct ArenaStats {
     pub stock_chunks: Vec<usize>,
     /// graph inputs whose memory we do not keep (the scheduler saves and restores them)
     pub unpinned_at_risk: usize,
+    /// their bytes: the host copy the scheduler keeps for them, outside the compute buffers
+    pub restored_bytes: usize,
 }
 
 /// A graph input whose bytes a later node of the placed graph overwrites (see
@@ -224,7 +226,9 @@ impl<R: Rev> GraphAlloc<R> {
             let arena_of = &self.arena_of;
             let blocks = &self.plan.blocks;
             let bound = place::bound(blocks, &self.plan.events, |b: u32| arena_of[blocks[b as usize].buffer_id] == a);
-            let at_risk = risky.iter().filter(|&&k| arena_of[blocks[self.plan.inputs[k].block as usize].buffer_id] == a).count();
+            let here: Vec<usize> = risky.iter().copied().filter(|&k| arena_of[blocks[self.plan.inputs[k].block as usize].buffer_id] == a).collect();
+            let at_risk = here.len();
+            let restored_bytes = here.iter().map(|&k| blocks[self.plan.inputs[k].block as usize].size).sum();
             self.stats[a] = ArenaStats {
                 stock: stock[a].iter().sum(),
                 ours: ours[a].iter().sum(),
@@ -232,6 +236,7 @@ impl<R: Rev> GraphAlloc<R> {
                 chunks: ours[a].clone(),
                 stock_chunks: stock[a].clone(),
                 unpinned_at_risk: at_risk,
+                restored_bytes,
             };
             if self.print_stats {
                 let name = obj(self.bufts[arena_of.iter().position(|&x| x == a).unwrap_or(0)])
@@ -240,7 +245,7 @@ impl<R: Rev> GraphAlloc<R> {
                     .unwrap_or_default();
                 let s = &self.stats[a];
                 eprintln!(
-                    "GGML_RS_ALLOC {}reserve nodes={} leafs={} buft={} stock={} ours={} bound={} chunks={} stock_chunks={} inputs_restored={}",
+                    "GGML_RS_ALLOC {}reserve nodes={} leafs={} buft={} stock={} ours={} bound={} chunks={} stock_chunks={} inputs_restored={} restored_bytes={}",
                     R::PREFIX,
                     g.n_nodes,
                     g.n_leafs,
@@ -250,7 +255,8 @@ impl<R: Rev> GraphAlloc<R> {
                     s.bound,
                     s.chunks.len(),
                     s.stock_chunks.len(),
-                    s.unpinned_at_risk
+                    s.unpinned_at_risk,
+                    s.restored_bytes
                 );
             }
         }
