@@ -4,6 +4,8 @@
  * computes with a CPU backend of its own. Include after the G / GB / C prefix macros and the
  * tensor_t typedef; call fake_setup() and set cpu_worker before use.
  */
+#include <stdint.h>
+
 static GB(t) cpu_worker; /* FAKE computes with a CPU backend of its own */
 static int fake_computed_nodes;
 
@@ -11,9 +13,15 @@ static const char * fake_buft_name(GB(buffer_type_t) b) { (void) b; return "FAKE
 static size_t fake_buft_align(GB(buffer_type_t) b) { (void) b; return 32; }
 static bool fake_buft_is_host(GB(buffer_type_t) b) { (void) b; return false; }
 static GB(buffer_t) fake_buft_alloc(GB(buffer_type_t) buft, size_t size);
+/* FAKE's largest buffer (0: no limit, as a buffer type without get_max_size), like iOS Metal's */
+static size_t fake_max_size;
+static size_t fake_buft_max(GB(buffer_type_t) b) { (void) b; return fake_max_size ? fake_max_size : SIZE_MAX; }
+/* the sizes of the buffers FAKE allocated, in order (compute buffers: one per chunk) */
+static size_t fake_allocs[64];
+static int fake_n_allocs;
 
 static struct G(backend_buffer_type) fake_buft = {
-    { fake_buft_name, fake_buft_alloc, fake_buft_align, NULL, NULL, fake_buft_is_host },
+    { fake_buft_name, fake_buft_alloc, fake_buft_align, fake_buft_max, NULL, fake_buft_is_host },
     NULL, NULL,
 };
 
@@ -21,6 +29,7 @@ static GB(buffer_t) fake_buft_alloc(GB(buffer_type_t) buft, size_t size) {
     /* host memory behind a non-host buffer type: reuse the CPU buffer's vtable, re-label it */
     GB(buffer_t) b = GB(buft_alloc_buffer)(GB(cpu_buffer_type)(), size);
     if (b) b->buft = buft;
+    if (fake_n_allocs < 64) fake_allocs[fake_n_allocs++] = size;
     return b;
 }
 

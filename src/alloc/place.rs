@@ -135,3 +135,87 @@ pub fn disjoint(blocks: &[Block], members: &[u32], offsets: &[usize]) -> bool {
     }
     true
 }
+
+/// One chunk of ggml-alloc's 2026 dynamic allocator: its free ranges by offset (the last one the
+/// chunk's unbounded or max-size tail) and its high-water mark.
+struct Chunk {
+    free: Vec<(usize, usize)>,
+    top: usize,
+}
+
+/// ggml-alloc's best fit as the 2026 revision runs it: the arena is split into chunks of at most
+/// `max_chunk` bytes (a larger tensor gets a chunk of its own size; the 16th chunk is unbounded),
+/// each a buffer of its own, so that a backend with a buffer size limit (iOS Metal) can hold a
+/// compute buffer larger than that limit. Same choices as its `dyn_tallocr_alloc`: the tightest
+/// inner free range of any chunk (a later chunk's fitting range wins ties and even looser fits,
+/// as its per-chunk best resets), else the chunk tail that grows the chunk least or wastes least,
+/// else a new chunk. With `max_chunk` unbounded this is [`best_fit`]. Offsets are within the
+/// chunk (`chunk_of`); returns each chunk's size.
+pub fn best_fit_chunked(
+    blocks: &[Block],
+    events: &[(u32, bool)],
+    in_arena: impl Fn(u32) -> bool,
+    max_chunk: usize,
+    offsets: &mut [usize],
+    chunk_of: &mut [u8],
+) -> Vec<usize> {
+    const OPEN: usize = usize::MAX / 2;
+    let max_chunk = max_chunk.min(OPEN);
+    let mut chunks: Vec<Chunk> = Vec::new();
+    let new_chunk = |chunks: &mut Vec<Chunk>, min_size: usize| {
+        let size = if chunks.len() == super::MAX_CHUNKS - 1 { OPEN } else { min_size.max(max_chunk) };
+        chunks.push(Chunk { free: vec![(0, size)], top: 0 });
+        chunks.len() - 1
+    };
+    for &(b, take) in events {
+        if !in_arena(b) {
+            continue;
+        }
+        let size = blocks[b as usize].size;
+        if take {
+            let mut pick: Option<(usize, usize)> = None;
+            for (c, ch) in chunks.iter().enumerate() {
+                let mut best = usize::MAX;
+                let last = ch.free.len().saturating_sub(1);
+                for (i, &(_, s)) in ch.free[..last].iter().enumerate() {
+                    if s >= size && s <= best {
+                        pick = Some((c, i));
+                        best = s;
+                    }
+                }
+            }
+            if pick.is_none() {
+                let mut best_reuse = i128::MIN;
+                for (c, ch) in chunks.iter().enumerate() {
+                    let Some(&(o, s)) = ch.free.last() else { continue };
+                    let reuse = ch.top as i128 - o as i128 - size as i128;
+                    let better_reuse = best_reuse < 0 && reuse > best_reuse;
+                    let better_fit = reuse >= 0 && reuse < best_reuse;
+                    if s >= size && (better_reuse || better_fit) {
+                        pick = Some((c, ch.free.len() - 1));
+                        best_reuse = reuse;
+                    }
+                }
+            }
+            // the 16th chunk is unbounded, so a 17th is never asked for
+            let (c, i) = pick.unwrap_or_else(|| (new_chunk(&mut chunks, size), 0));
+            let ch = &mut chunks[c];
+            let off = ch.free[i].0;
+            ch.free[i].0 += size;
+            ch.free[i].1 -= size;
+            if ch.free[i].1 == 0 {
+                ch.free.remove(i);
+            }
+            ch.top = ch.top.max(off + size);
+            offsets[b as usize] = off;
+            chunk_of[b as usize] = c as u8;
+        } else {
+            let c = chunk_of[b as usize] as usize;
+            give_back(&mut chunks[c].free, offsets[b as usize], size);
+        }
+    }
+    if chunks.is_empty() {
+        return vec![0];
+    }
+    chunks.iter().map(|c| c.top).collect()
+}

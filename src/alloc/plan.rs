@@ -79,8 +79,55 @@ pub fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usi
     }
 }
 
+/// Which graph inputs (`GGML_TENSOR_FLAG_INPUT`) keep their memory for the whole graph.
+///
+/// ggml-alloc gives an input's memory back after its last consumer (and may compute a node in
+/// place over it), so a later node can overwrite what the caller wrote: computing the same
+/// allocated graph again (after a cancelled compute, say) then reads garbage. Keeping an input
+/// alive fixes that for free when its bytes would not be reused anyway, but can grow the buffer
+/// when they would; the allocator pins the inputs it can afford (see `GraphAlloc::plan_sizes`)
+/// and the scheduler saves and restores the others around each compute.
+#[derive(Clone, Copy)]
+pub enum Pin<'a> {
+    /// every input lives to the end (no in-place over it)
+    All,
+    /// ggml-alloc's own rule: inputs are freed like any tensor
+    Nothing,
+    /// only the inputs at these addresses (sorted)
+    These(&'a [usize]),
+}
+
+impl Pin<'_> {
+    fn holds(&self, p: usize) -> bool {
+        match self {
+            Pin::All => true,
+            Pin::Nothing => false,
+            Pin::These(v) => v.binary_search(&p).is_ok(),
+        }
+    }
+}
+
+/// A graph input placed by the plan and not pinned: whether, and when, its memory goes to
+/// another tensor (the allocator then decides from the offsets whether its bytes get overwritten).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct InputRec {
+    /// its node, or `LEAF | leaf`, in the planned graph
+    pub home: u32,
+    /// its address at plan time (the pin list is made of these)
+    pub addr: usize,
+    pub block: u32,
+    /// the event after which its block may be reused (`NONE`: never given back)
+    pub freed_at: u32,
+    /// a node was computed in place over it: its bytes are overwritten for sure
+    pub handed_on: bool,
+}
+
 #[derive(Default)]
 pub struct Plan {
+    /// the unpinned graph inputs this plan places (see [`Pin`])
+    pub inputs: Vec<InputRec>,
+    /// slot -> index in `inputs` (`NONE` if the slot is not one)
+    input_of: Vec<u32>,
     pub blocks: Vec<Block>,
     /// in event order: (block, true = taken / false = given back)
     pub events: Vec<(u32, bool)>,
@@ -99,6 +146,7 @@ pub struct Plan {
 struct Walk<'p, 'a, R: Rev> {
     plan: &'p mut Plan,
     arenas: &'p Arenas<'a, R>,
+    pin: Pin<'p>,
 }
 
 fn tensor<'a, R: Rev>(p: *mut Tensor<R>) -> Result<&'a Tensor<R>> {
@@ -109,6 +157,16 @@ fn tensor<'a, R: Rev>(p: *mut Tensor<R>) -> Result<&'a Tensor<R>> {
 }
 
 impl<R: Rev> Walk<'_, '_, R> {
+    /// Whether `t` keeps its memory to the end of the graph: graph outputs (read after it) and
+    /// the pinned graph inputs (read again by a recompute).
+    fn kept(&self, p: *mut Tensor<R>, t: &Tensor<R>) -> bool {
+        t.flags & TENSOR_FLAG_OUTPUT != 0 || (t.flags & TENSOR_FLAG_INPUT != 0 && self.pin.holds(p as usize))
+    }
+
+    fn input_index(&self, s: usize) -> Option<usize> {
+        self.plan.input_of.get(s).copied().filter(|&i| i != NONE).map(|i| i as usize)
+    }
+
     fn slot(&mut self, t: *const Tensor<R>) -> usize {
         let key = t as usize;
         if let Some(i) = self.plan.index.get(key) {
@@ -137,13 +195,16 @@ impl<R: Rev> Walk<'_, '_, R> {
                 if !pslot.allocated || !parent.view_src.is_null() {
                     continue;
                 }
-                // outputs are read after the graph, inputs by a recompute (see `free`)
-                if parent.flags & (TENSOR_FLAG_OUTPUT | TENSOR_FLAG_INPUT) != 0 || !same_layout(t, parent) {
+                // outputs are read after the graph, pinned inputs by a recompute (see `free`)
+                if self.kept(pp, parent) || !same_layout(t, parent) {
                     continue;
                 }
                 if pslot.n_children == 1 && pslot.n_views == 0 {
                     self.plan.slots[s].block = pslot.block;
                     self.plan.slots[ps].allocated = false;
+                    if let Some(k) = self.input_index(ps) {
+                        self.plan.inputs[k].handed_on = true;
+                    }
                     return Ok(());
                 }
             }
@@ -155,21 +216,30 @@ impl<R: Rev> Walk<'_, '_, R> {
         self.plan.blocks.push(Block { buffer_id: b, size, start: self.plan.events.len() as u32, end: NONE });
         self.plan.events.push((id, true));
         self.plan.slots[s].block = id;
+        if t.flags & TENSOR_FLAG_INPUT != 0 && !self.kept(p, t) {
+            if self.plan.input_of.len() <= s {
+                self.plan.input_of.resize(s + 1, NONE);
+            }
+            self.plan.input_of[s] = self.plan.inputs.len() as u32;
+            self.plan.inputs.push(InputRec { home: NONE, addr: p as usize, block: id, freed_at: NONE, handed_on: false });
+        }
         Ok(())
     }
 
     fn free(&mut self, p: *mut Tensor<R>, s: usize) {
-        // Graph outputs are never given back, and neither are graph inputs (unlike ggml-alloc):
-        // the caller's input data must survive the compute, so that computing the same
-        // allocated graph again (after a cancelled compute, say) reads what the caller wrote
-        // rather than whatever a later node left in that memory.
-        if obj(p).is_some_and(|t| t.flags & (TENSOR_FLAG_OUTPUT | TENSOR_FLAG_INPUT) != 0) {
+        // Graph outputs are never given back, and neither are pinned graph inputs (see [`Pin`]):
+        // the caller's data must survive the compute, so that computing the same allocated graph
+        // again (after a cancelled compute, say) reads what the caller wrote.
+        if obj(p).is_some_and(|t| self.kept(p, t)) {
             return;
         }
         let slot = &mut self.plan.slots[s];
         slot.allocated = false;
         let b = slot.block;
         if b != NONE {
+            if let Some(k) = self.input_index(s) {
+                self.plan.inputs[k].freed_at = self.plan.events.len() as u32;
+            }
             self.plan.blocks[b as usize].end = self.plan.events.len() as u32 + 1;
             self.plan.events.push((b, false));
         }
@@ -189,7 +259,9 @@ impl<R: Rev> Walk<'_, '_, R> {
 }
 
 impl Plan {
-    /// Walks `nodes` / `leafs` (with the buffer id of each) as ggml-alloc's reserve does.
+    /// Walks `nodes` / `leafs` (with the buffer id of each) as ggml-alloc's reserve does, keeping
+    /// the graph inputs `pin` names alive to the end.
+    #[allow(clippy::too_many_arguments)]
     pub fn build<R: Rev>(
         &mut self,
         arenas: &Arenas<'_, R>,
@@ -197,7 +269,10 @@ impl Plan {
         leafs: &[*mut Tensor<R>],
         node_ids: &[i32],
         leaf_ids: &[i32],
+        pin: Pin<'_>,
     ) -> Result<()> {
+        self.inputs.clear();
+        self.input_of.clear();
         self.blocks.clear();
         self.events.clear();
         self.slots.clear();
@@ -208,7 +283,7 @@ impl Plan {
         self.src_mask.clear();
         self.leafs.clear();
         let id = |ids: &[i32], i: usize| ids.get(i).copied().unwrap_or(0);
-        let mut w = Walk { plan: self, arenas };
+        let mut w = Walk { plan: self, arenas, pin };
 
         // leafs first: the application may use them outside the graph too
         for (i, &leaf) in leafs.iter().enumerate() {
@@ -296,6 +371,10 @@ impl Plan {
         for &lp in leafs {
             let rec = w.record(lp)?;
             w.plan.leafs.push(rec);
+        }
+        for k in 0..w.plan.inputs.len() {
+            let s = w.slot(w.plan.inputs[k].addr as *const Tensor<R>);
+            w.plan.inputs[k].home = w.plan.home.get(s).copied().unwrap_or(NONE);
         }
         Ok(())
     }

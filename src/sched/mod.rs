@@ -197,6 +197,13 @@ pub struct Sched<R: Rev> {
 
     pub(crate) is_reset: bool,
     is_alloc: bool,
+    /// the caller's bytes of the graph inputs the allocator left at risk, saved before a compute
+    input_stash: Vec<u8>,
+    /// what the last compute left in those inputs (compared before the next one)
+    input_after: Vec<u8>,
+    input_scratch: Vec<u8>,
+    /// `input_stash` belongs to the current allocation
+    stash_valid: bool,
 }
 
 fn debug_level<R: Rev>() -> i32 {
@@ -284,6 +291,10 @@ impl<R: Rev> Sched<R> {
             callback_data: std::ptr::null_mut(),
             is_reset: false,
             is_alloc: false,
+            input_stash: Vec::new(),
+            input_after: Vec::new(),
+            input_scratch: Vec::new(),
+            stash_valid: false,
         });
         s.reset();
         Ok(s)
@@ -340,6 +351,7 @@ impl<R: Rev> Sched<R> {
 
     pub fn reserve(&mut self, g: &mut CGraph<R>) -> Result<()> {
         self.is_alloc = false;
+        self.stash_valid = false;
         self.check_size(g)?;
         self.split_graph(g)?;
         self.synchronize();
@@ -378,6 +390,8 @@ impl<R: Rev> Sched<R> {
     pub fn alloc_graph(&mut self, g: &mut CGraph<R>) -> Result<()> {
         // a failed allocation must not leave the previous graph's splits marked computable
         self.is_alloc = false;
+        // the inputs now hold whatever the caller writes next: nothing saved applies
+        self.stash_valid = false;
         self.check_size(g)?;
         self.split_graph(g)?;
         if let Err(e) = self.alloc_splits() {
@@ -443,7 +457,96 @@ impl<R: Rev> Sched<R> {
                 return Ok(STATUS_ALLOC_FAILED);
             }
         }
-        self.compute_splits()
+        self.save_inputs()?;
+        let st = self.compute_splits();
+        // written back however the compute ended: a cancelled one is the case that needs it
+        let restored = self.restore_inputs();
+        let st = st?;
+        restored?;
+        Ok(st)
+    }
+
+    /// The graph inputs whose memory later nodes reuse (the allocator keeps every input it can
+    /// without growing a buffer past stock's; see `alloc::GraphAlloc::at_risk`).
+    fn inputs_at_risk(&self) -> &[crate::alloc::AtRisk<R>] {
+        match &self.galloc {
+            Allocator::Ours(a) => a.at_risk(),
+            Allocator::Host(_) => &[],
+        }
+    }
+
+    /// Before a compute: makes each at-risk input hold the caller's data and saves that data.
+    /// An input written back after the last compute (eager) holds the caller's data already (or
+    /// newer data the caller wrote since). A lazy one still holds what the last compute left
+    /// there: if its bytes are exactly that, the caller wrote nothing new and its saved data goes
+    /// back; any other bytes are new data from the caller, saved instead. The stash is
+    /// per allocation: after `alloc_graph` the inputs hold whatever the caller wrote.
+    fn save_inputs(&mut self) -> Result<()> {
+        let mut before = std::mem::take(&mut self.input_stash);
+        let mut now = std::mem::take(&mut self.input_scratch);
+        let fresh = !self.stash_valid;
+        if fresh {
+            before.clear();
+        }
+        let mut at = 0;
+        let risky = self.inputs_at_risk();
+        for r in risky {
+            let Some(t) = obj(r.tensor) else { continue };
+            let n = crate::tensor::nbytes(t)?;
+            if fresh {
+                before.resize(at + n, 0);
+            }
+            ensure!(at + n <= before.len(), "graph input '{}' changed size since it was saved", t.name());
+            if fresh || r.eager {
+                crate::buffer::tensor_get(t, before[at..].as_mut_ptr() as *mut c_void, 0, n)?;
+            } else {
+                now.clear();
+                now.resize(n, 0);
+                crate::buffer::tensor_get(t, now.as_mut_ptr() as *mut c_void, 0, n)?;
+                if self.input_after.get(at..at + n) == Some(&now[..]) {
+                    crate::buffer::tensor_set(t, before[at..].as_ptr() as *const c_void, 0, n)?;
+                } else {
+                    before[at..at + n].copy_from_slice(&now);
+                }
+            }
+            at += n;
+        }
+        self.input_stash = before;
+        self.input_scratch = now;
+        self.stash_valid = true;
+        Ok(())
+    }
+
+    /// After a compute (finished, failed or cancelled), once the backends holding them are done:
+    /// writes the eager inputs back, so that reading them and computing again see what the caller
+    /// wrote, and records what the compute left in the lazy ones (whose bytes an output now
+    /// holds) for `save_inputs` to tell untouched from rewritten.
+    fn restore_inputs(&mut self) -> Result<()> {
+        let mut after = std::mem::take(&mut self.input_after);
+        after.resize(self.input_stash.len(), 0);
+        let mut at = 0;
+        let mut r = Ok(());
+        for ar in self.inputs_at_risk() {
+            let Some(t) = obj(ar.tensor) else { continue };
+            if let Some(be) = self.backends.get(ar.buffer_id).and_then(|&b| obj(b)) {
+                be.synchronize();
+            }
+            let Ok(n) = crate::tensor::nbytes(t) else { continue };
+            if at + n > self.input_stash.len() {
+                break;
+            }
+            let done = if ar.eager {
+                crate::buffer::tensor_set(t, self.input_stash[at..].as_ptr() as *const c_void, 0, n)
+            } else {
+                crate::buffer::tensor_get(t, after[at..].as_mut_ptr() as *mut c_void, 0, n)
+            };
+            if done.is_err() {
+                r = done;
+            }
+            at += n;
+        }
+        self.input_after = after;
+        r
     }
 
     pub fn synchronize(&mut self) {

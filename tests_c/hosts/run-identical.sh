@@ -49,6 +49,9 @@ run() {
   return $rc
 }
 
+# the compute buffer total a driver reported in its log (MiB for llama, MB for whisper)
+compute_buffer() { sed -n 's/.*compute_buffer_mi\{0,1\}b=\([0-9.]*\).*/\1/p' "$1" | tail -n 1; }
+
 describe() { python3 "$HERE/compare-outputs.py" "$host" "$1" "$2" >&2 || true; }
 
 case "$what" in
@@ -85,6 +88,18 @@ case "$what" in
       else
         echo "FAIL: $host $mode output differs from stock" >&2
         describe "$ref" "$file"
+        fails=$((fails + 1))
+      fi
+      # compute buffers never larger than stock's (issue 35): the driver's report line
+      # (compute_buffer_mib= / compute_buffer_mb=, the host's own log summed) of both runs
+      ours_cb="$(compute_buffer "$file.log")" stock_cb="$(compute_buffer "$out/${host}_stock.1.bin.log")"
+      if [[ -z "$ours_cb" || -z "$stock_cb" ]]; then
+        echo "FAIL: $host $mode: no compute buffer size in the driver's report" >&2
+        fails=$((fails + 1))
+      elif awk -v o="$ours_cb" -v s="$stock_cb" 'BEGIN { exit !(o + 0 <= s + 0) }'; then
+        echo "OK: $host $mode compute buffers $ours_cb <= stock's $stock_cb"
+      else
+        echo "FAIL: $host $mode compute buffers $ours_cb larger than stock's $stock_cb" >&2
         fails=$((fails + 1))
       fi
     done
