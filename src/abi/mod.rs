@@ -144,6 +144,9 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const SCHED_SYNC_RESETS_COPY: bool;
     /// `graph_copy` copies each tensor's flags (2026; before, the copies start with none).
     const GRAPH_COPY_KEEPS_FLAGS: bool;
+    /// ggml-alloc splits a compute buffer into chunks no larger than the buffer type's max size
+    /// (2026, for iOS Metal's buffer limit, llama.cpp #6861); before, it ignores the max size.
+    const ALLOC_HONOURS_MAX_SIZE: bool;
     /// `GGML_BACKEND_DEVICE_TYPE_ACCEL` (2; 3 in 2026, after the new `IGPU`).
     const DEV_TYPE_ACCEL: DevType;
     const DEV_TYPE_IGPU: Option<DevType>;
@@ -492,6 +495,7 @@ macro_rules! layout_before_2026 {
         const SPLIT_INPUTS_SOFT_LIMIT: usize = 10;
         const DEV_TYPE_ACCEL: $crate::abi::DevType = 2;
         const GRAPH_COPY_KEEPS_FLAGS: bool = false;
+        const ALLOC_HONOURS_MAX_SIZE: bool = false;
         const CPU_ORDER: $crate::abi::CpuOrder =
             $crate::abi::CpuOrder { norm_vec_sums: false, rope_rotate_pairs: false };
         const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;

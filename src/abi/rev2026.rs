@@ -62,6 +62,7 @@ macro_rules! rev_2026 {
             const SPLIT_INPUTS_SOFT_LIMIT: usize = 30;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
+            const ALLOC_HONOURS_MAX_SIZE: bool = true;
             // ggml-cpu/ops.cpp: norm_f32 calls ggml_vec_sum_f32 + ggml_vec_cvar_f32, and ROPE's
             // normal mode goes through rotate_pairs<float>, vectorized in place too
             const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true };

@@ -25,14 +25,6 @@ pub const MAX_CHUNKS: usize = 16;
 /// plan and a placement of the whole graph, and a graph has few inputs of its own.
 const PIN_TRIES: usize = 8;
 
-/// Whether revision `R`'s ggml-alloc splits a compute buffer into chunks no larger than the
-/// buffer type's max size (2026, for iOS Metal's buffer limit, llama.cpp #6861); before, it ignores
-/// the max size and so do we.
-fn honours_max_size<R: Rev>() -> bool {
-    use std::any::TypeId;
-    let t = TypeId::of::<R>();
-    t == TypeId::of::<crate::abi::Lm26>() || t == TypeId::of::<crate::abi::Wsp26>()
-}
 
 /// Bytes per arena at the last reserve: what ggml-alloc would take for this graph (its liveness,
 /// inputs freed after their last use, and its best fit, in chunks where it makes them), what we
@@ -110,7 +102,7 @@ impl<R: Rev> GraphAlloc<R> {
             arena_of.push(alignment.len());
             alignment.push(a);
             // ggml-alloc clamps it so that sizes never overflow
-            max_size.push(if honours_max_size::<R>() { b.max_size().clamp(1, usize::MAX / 2) } else { usize::MAX / 2 });
+            max_size.push(if R::ALLOC_HONOURS_MAX_SIZE { b.max_size().clamp(1, usize::MAX / 2) } else { usize::MAX / 2 });
         }
         let n = alignment.len();
         Ok(GraphAlloc {
