@@ -262,8 +262,9 @@ vals RESULT gen_tps "${LS[@]}" >"$OUT/s.lg"; vals LLAMA gen_tps "${OS[@]}" >"$OU
 paste <(vals RESULT peak_rss_kb "${WS[@]}") <(vals RESULT peak_rss_kb "${LS[@]}") \
   | awk '{ printf "%.1f\n", ($1 + $2) / 1024 }' >"$OUT/s.rss"
 vals ASSISTANT peak_rss_kb "${OS[@]}" | awk '{ printf "%.1f\n", $1 / 1024 }' >"$OUT/o.rss"
-echo "speed and memory: $ROUNDS rounds, ours then stock in turn (ABAB...); medians, and the ratio"
-echo "ours vs stock (> 1: ours faster/smaller) as its median (min-max) over the rounds"
+echo "speed and memory: $ROUNDS rounds, ours then stock in turn (ABAB...): each side's median, and"
+echo "ours vs stock (> 1: ours faster/smaller) in each round, as the median (min-max) of those ratios"
+echo "(not the ratio of the two medians: a round compares runs made moments apart)"
 printf "%-32s %10s %10s %8s %-13s %s\n" "" "stock" "ours" "ratio" "(min-max)" ""
 row "whisper encode ms" "$OUT/s.we" "$OUT/o.we" less
 row "whisper total ms" "$OUT/s.wt" "$OUT/o.wt" less
