@@ -137,6 +137,7 @@ fi
 BIN="$BUILD_DIR/tests_c/hosts"
 RUN="$ROOT/tests_c/hosts/run-assistant.sh"
 
+load0="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')"
 step 4/6 "stock whisper.rn, then stock llama.rn on its transcript (twice: determinism)"
 if ! bash "$RUN" reference "$OUT" "$BIN/whisper_driver_stock" "$BIN/llama_driver_stock" -- "${ARGS[@]}" >"$OUT/stock.txt" 2>&1; then
   cat "$OUT/stock.txt" >&2
@@ -153,6 +154,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
     -- "${ARGS[@]}" >>"$OUT/stock.txt" 2>&1 || identical=0
 done
 cat "$OUT"/ours.*.txt >"$OUT/ours.txt"
+load1="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')"
 step 6/6 "done"
 
 mine="$OUT/assistant_$MODE$tag.1.log"
@@ -262,9 +264,10 @@ vals RESULT gen_tps "${LS[@]}" >"$OUT/s.lg"; vals LLAMA gen_tps "${OS[@]}" >"$OU
 paste <(vals RESULT peak_rss_kb "${WS[@]}") <(vals RESULT peak_rss_kb "${LS[@]}") \
   | awk '{ printf "%.1f\n", ($1 + $2) / 1024 }' >"$OUT/s.rss"
 vals ASSISTANT peak_rss_kb "${OS[@]}" | awk '{ printf "%.1f\n", $1 / 1024 }' >"$OUT/o.rss"
-echo "speed and memory: $ROUNDS rounds, ours then stock in turn (ABAB...): each side's median, and"
+echo "speed and memory: $ROUNDS round(s), ours then stock in turn (ABAB...): each side's median, and"
 echo "ours vs stock (> 1: ours faster/smaller) in each round, as the median (min-max) of those ratios"
-echo "(not the ratio of the two medians: a round compares runs made moments apart)"
+echo "(not the ratio of the two medians: a round compares runs made moments apart); load average"
+echo "$load0 before the runs, $load1 after, on $(nproc 2>/dev/null || echo '?') cores"
 printf "%-32s %10s %10s %8s %-13s %s\n" "" "stock" "ours" "ratio" "(min-max)" ""
 row "whisper encode ms" "$OUT/s.we" "$OUT/o.we" less
 row "whisper total ms" "$OUT/s.wt" "$OUT/o.wt" less
