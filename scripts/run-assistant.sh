@@ -256,7 +256,7 @@ row() {
     verdict="ours $worse"
   fi
   # the same ggml-cpu computes both: a side that wins every round does so for another reason
-  [[ "$verdict" == ours* && "$1" != *RSS* ]] && ((!SIMD)) && verdict="${verdict#ours } every round (*)"
+  [[ "$verdict" == ours* && "$1" != *RSS* ]] && ((!SIMD)) && verdict="$verdict every round (*)"
   printf "%-32s %10s %10s %7sx %-13s %s\n" "$1" "$(median <"$2")" "$(median <"$3")" "$m" "($lo-$hi)" "$verdict"
 }
 vals RESULT encode_ms "${WS[@]}" >"$OUT/s.we"; vals WHISPER encode_ms "${OS[@]}" >"$OUT/o.we"
