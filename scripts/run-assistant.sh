@@ -256,9 +256,10 @@ row() {
     verdict="ours $worse"
   fi
   # the same ggml-cpu computes both: a side that wins every round does so for another reason
-  [[ "$verdict" == ours* && "$1" != *RSS* ]] && ((!SIMD)) && verdict="$verdict every round (*)"
+  [[ "$verdict" == ours* && "$1" != *RSS* ]] && ((!SIMD)) && verdict="$verdict every round (*)" && footnote=1
   printf "%-32s %10s %10s %7sx %-13s %s\n" "$1" "$(median <"$2")" "$(median <"$3")" "$m" "($lo-$hi)" "$verdict"
 }
+footnote=0
 vals RESULT encode_ms "${WS[@]}" >"$OUT/s.we"; vals WHISPER encode_ms "${OS[@]}" >"$OUT/o.we"
 vals RESULT total_ms "${WS[@]}" >"$OUT/s.wt"; vals WHISPER total_ms "${OS[@]}" >"$OUT/o.wt"
 vals RESULT prompt_tps "${LS[@]}" >"$OUT/s.lp"; vals LLAMA prompt_tps "${OS[@]}" >"$OUT/o.lp"
@@ -288,8 +289,10 @@ else
   echo "not the kernels; --simd lets its SIMD backend compute): the same arithmetic on the same threads,"
   echo "so the speed should be the same, and a ratio whose min-max spans 1.0x is this machine's noise,"
   echo "not a speed-up or a slow-down. On a busy shared machine single runs swing by several x."
-  echo "(*) one side ahead in every round even so: not its arithmetic, which is the same, but when"
-  echo "    and how its runs met the load (and a short answer's few tokens time little); -r for more"
+  if ((footnote)); then
+    echo "(*) one side ahead in every round even so: not its arithmetic, which is the same, but when"
+    echo "    and how its runs met the load (and a short answer's few tokens time little); -r for more"
+  fi
 fi
 echo "loggers: each prefix's log lines reach only its own host's logger: $(field "$mine" ASSISTANT loggers)"
 if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.1.txt" || true; fi
