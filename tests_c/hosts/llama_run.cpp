@@ -5,7 +5,8 @@
 //   char[8]   "LMDRV1\0\0"
 //   int32     n_prompt, n_gen, n_vocab
 //   int32     prompt token ids [n_prompt]
-//   int32     generated token ids [n_gen]
+//   int32     generated token ids [n_gen] (n_gen: the tokens generated, fewer than asked when
+//             an end-of-generation token ended the answer; that token is not among them)
 //   uint64    FNV-1a of the raw bytes of every logits vector
 //             [n_gen + 1]: after the prompt, then after each generated token
 //   float     the full final logits vector [n_vocab] (after decoding the last
@@ -211,6 +212,11 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     std::chrono::steady_clock::duration checking{};
     auto t2 = std::chrono::steady_clock::now();
     for (int i = 0; i < job.n_gen; ++i) {
+        if (p.stop_at_eog && llama_token_is_eog(s->model, tok)) {
+            // the end of the turn: an app stops here, and so does the answer
+            rep.eog_token = tok;
+            break;
+        }
         rep.generated.push_back(tok);
         if (job.text) {
             char buf[256];
@@ -239,14 +245,14 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
 
     rep.prompt_tokens.assign(prompt.begin(), prompt.end());
     rep.n_prompt = n_prompt;
-    rep.n_gen = job.n_gen;
+    rep.n_gen = (int) rep.generated.size();
     rep.prompt_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     rep.gen_ms = std::chrono::duration<double, std::milli>(t3 - t2 - checking).count();
     rep.compute_buffer_mib = s->ls.compute_buffer_mib;
     rep.sched_splits = s->ls.splits;
     rep.simd_splits = s->ls.simd_splits;
 
-    return llama_output_write(job.out_path, prompt, job.n_gen, n_vocab, rep.generated, hashes, logits, rep.digest);
+    return llama_output_write(job.out_path, prompt, rep.n_gen, n_vocab, rep.generated, hashes, logits, rep.digest);
 }
 
 int llama_session_lines_logged(const llama_session * s) {
@@ -282,8 +288,9 @@ void llama_report_print(const char * tag, const char * mode, const llama_report 
     struct rusage ru = {};
     getrusage(RUSAGE_SELF, &ru);
     printf("%s mode=%s n_prompt=%d n_gen=%d prompt_ms=%.3f gen_ms=%.3f "
-           "prompt_tps=%.3f gen_tps=%.3f compute_buffer_mib=%.2f peak_rss_kb=%ld\n",
+           "prompt_tps=%.3f gen_tps=%.3f compute_buffer_mib=%.2f peak_rss_kb=%ld stop=%s\n",
            tag, mode, rep.n_prompt, rep.n_gen, rep.prompt_ms, rep.gen_ms, 1000.0 * rep.n_prompt / rep.prompt_ms,
-           1000.0 * rep.n_gen / rep.gen_ms, rep.compute_buffer_mib, (long) ru.ru_maxrss);
+           rep.n_gen > 0 ? 1000.0 * rep.n_gen / rep.gen_ms : 0.0, rep.compute_buffer_mib, (long) ru.ru_maxrss,
+           rep.eog_token >= 0 ? "eog" : "limit");
     fflush(stdout);
 }

@@ -29,13 +29,18 @@ struct llama_prompt {
     bool fixed_paragraph = true;    // the driver's English paragraph cut to n_prompt tokens
     std::string text;               // otherwise this text, its tokens capped at n_prompt
     bool chat = false;              // wrap `text` in the model's chat template (system + user turn)
+    // End the answer at the first end-of-generation token (llama's vocab EOG check: SmolLM2's
+    // <|im_end|> end of turn, EOS, ...), as apps do; job.n_gen is then a cap. The EOG token itself
+    // is neither kept nor decoded. Off: exactly job.n_gen tokens (the benchmarks' fixed length).
+    bool stop_at_eog = false;
 };
 
 struct llama_report {
     std::string text;
     std::vector<int> prompt_tokens;
     std::vector<int> generated;
-    int n_prompt = 0, n_gen = 0;
+    int n_prompt = 0, n_gen = 0;    // n_gen: tokens generated (< job.n_gen when an EOG ended it)
+    int eog_token = -1;             // the end-of-generation token that ended it, -1: the cap did
     double prompt_ms = 0, gen_ms = 0;
     double compute_buffer_mib = 0;
     // scheduler splits printed with LM_GGML_SCHED_DEBUG=1, and how many of them ran on SIMD
@@ -48,8 +53,9 @@ struct llama_session;
 
 // Loads the model and makes a context; NULL (after a message on stderr) on failure.
 llama_session * llama_session_open(const llama_job & job);
-// Clears the context's cache, evaluates the prompt, generates job.n_gen tokens greedily (argmax, lowest id on ties; EOS does
-// not stop it) and writes the job's output files; false on failure.
+// Clears the context's cache, evaluates the prompt, generates job.n_gen tokens greedily (argmax,
+// lowest id on ties; with prompt.stop_at_eog it stops earlier at an end-of-generation token) and
+// writes the job's output files; false on failure.
 bool llama_session_run(llama_session * s, const llama_prompt & prompt, llama_report & rep);
 // Lines the lm logger (llama_log_set) has received so far.
 int llama_session_lines_logged(const llama_session * s);
@@ -67,5 +73,6 @@ extern const char * const k_llama_system_prompt;
 // The machine-readable line the scripts read (tag: RESULT in the drivers), with the process's
 // peak RSS (getrusage ru_maxrss) so far:
 //   <tag> mode=.. n_prompt=.. n_gen=.. prompt_ms=.. gen_ms=.. prompt_tps=.. gen_tps=..
-//          compute_buffer_mib=.. peak_rss_kb=..
+//          compute_buffer_mib=.. peak_rss_kb=.. stop=<eog|limit>
+// (n_gen: the tokens generated; gen_tps 0 when none were)
 void llama_report_print(const char * tag, const char * mode, const llama_report & rep);
