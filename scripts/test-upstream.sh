@@ -252,6 +252,17 @@ if [[ "$FULL" == 1 ]]; then
   fault_run "$S" "$S" "$OUT/runs/fault-stock.txt"
   fault_run "$R" "$R" "$OUT/runs/fault-rs.txt"
   echo "upstream: fault (server killed mid-generation): stock client rc $(cat "$OUT/runs/fault-stock.txt.rc"), ours rc $(cat "$OUT/runs/fault-rs.txt.rc")"
+  # restart: a new server on the killed one's port serves a new client bit-identically
+  restart_run() { # client server out
+    start_server "$2" || return 1
+    local port="${SERVER_EP##*:}"
+    kill -9 "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    next_port="$port"
+    rpc_run "$1" "$2" "$3" 99
+  }
+  restart_run "$R" "$R" "$OUT/runs/restart-rs.txt"
+  check "restart: a new server on the same port, ours = stock pair" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/restart-rs.txt"
   check "fault: our client ends like stock's (no hang: rc != 124)" bash -c "[[ \$(cat '$OUT/runs/fault-rs.txt.rc') != 124 && \$(cat '$OUT/runs/fault-rs.txt.rc') == \$(cat '$OUT/runs/fault-stock.txt.rc') ]]"
 
   # llama compiled against our headers, with llama.cpp's own whole test suite
