@@ -243,8 +243,9 @@ if [[ "$FULL" == 1 ]]; then
   # signal) and ours must do no worse than stock
   fault_run() { # client server out
     start_server "$2" || return 1
-    local pid=$SERVER_PID rc=0
-    (sleep 1.5; kill -9 "$pid" 2>/dev/null) &
+    local pid=$SERVER_PID rc=0 server
+    server="$(pgrep -P "$pid")" # the rpc-server under its timeout: SIGKILL does not pass through timeout
+    (sleep 1.5; kill -9 "$server" 2>/dev/null) &
     timeout 120 "$1/gen-upstream" -m "$MODEL" -p "$PROMPT" -n 400 -t 2 --rpc "$SERVER_EP" -ngl 99 >"$3" 2>"$3.err" || rc=$?
     echo "$rc" >"$3.rc"
     wait "$pid" 2>/dev/null || true
@@ -256,7 +257,7 @@ if [[ "$FULL" == 1 ]]; then
   restart_run() { # client server out
     start_server "$2" || return 1
     local port="${SERVER_EP##*:}"
-    kill -9 "$SERVER_PID" 2>/dev/null || true
+    kill -9 "$(pgrep -P "$SERVER_PID")" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
     next_port="$port"
     rpc_run "$1" "$2" "$3" 99
