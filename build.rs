@@ -1,5 +1,6 @@
-//! Builds the C shim (`src/host.c`), stamps out the two export layers from `src/ffi/exports.list`
-//! and regenerates the four headers in `include/` with cbindgen (CI fails when they are stale).
+//! Builds the C shim (`src/host.c`), stamps out the export layers from `src/ffi/exports.list` (lm_,
+//! wsp_, and with the `ggml-2026` feature the unprefixed one) and regenerates the five header sets
+//! in `include/` with cbindgen (CI fails when they are stale).
 
 use std::collections::HashMap;
 use std::env;
@@ -9,13 +10,22 @@ use std::path::{Path, PathBuf};
 /// The revision tags of exports.list and the header templates: the contract's pair and 2026's.
 const ALL_TAGS: [&str; 4] = ["lm", "wsp", "lm26", "wsp26"];
 
-/// (tag, prefix, Rust marker, include/ folder) of each revision.
-const REVS: [(&str, &str, &str, &str); 4] = [
-    ("lm", "lm_", "Lm", "lm"),
-    ("wsp", "wsp_", "Wsp", "wsp"),
-    ("lm26", "lm_", "Lm26", "lm-2026"),
-    ("wsp26", "wsp_", "Wsp26", "wsp-2026"),
+/// (tag, prefix, Rust marker, include/ folder, exports module) of each revision.
+const REVS: [(&str, &str, &str, &str, &str); 5] = [
+    ("lm", "lm_", "Lm", "lm", "lm"),
+    ("wsp", "wsp_", "Wsp", "wsp", "wsp"),
+    ("lm26", "lm_", "Lm26", "lm-2026", "lm"),
+    ("wsp26", "wsp_", "Wsp26", "wsp-2026", "wsp"),
+    // upstream ggml v0.20.0: cui-llama.rn 1.12.2's revision without the prefix (cargo feature
+    // `ggml-2026`, a third export layer beside lm_ and wsp_)
+    ("ggml26", "", "Ggml26", "ggml-2026", "ggml"),
 ];
+
+/// The exports.list / template tags a revision takes its lines and blocks from: its own, plus
+/// those of the revision whose facts it shares (the unprefixed 2026 build is lm26 minus the prefix).
+fn rev_matches(rev_tag: &str, tag: &str) -> bool {
+    tag == rev_tag || (rev_tag == "ggml26" && tag == "lm26")
+}
 
 struct Export {
     revs: String,
@@ -133,7 +143,7 @@ fn render_template(text: &str, rev_tag: &str, p: &str) -> String {
     for line in text.lines() {
         let t = line.trim();
         if let Some(tags) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
-            keep = tags.split(',').any(|tag| tag == rev_tag);
+            keep = tags.split(',').any(|tag| rev_matches(rev_tag, tag));
             continue;
         }
         if t == "}@" {
@@ -162,16 +172,23 @@ fn main() {
         println!("cargo:rerun-if-changed={}", f);
     }
 
-    cc::Build::new().file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden").compile("ggml_rs_host");
+    let unprefixed = env::var_os("CARGO_FEATURE_GGML_2026").is_some();
+    let mut shim = cc::Build::new();
+    shim.file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden");
+    if unprefixed {
+        // the weak references to the unprefixed host (ggml_init, ggml_backend_cpu_reg, ...)
+        shim.define("GGML_RS_UNPREFIXED", None);
+    }
+    shim.compile("ggml_rs_host");
 
     let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
     // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The
-    // headers of all four revisions are generated (and committed) whatever is built.
+    // headers of all five revisions are generated (and committed) whatever is built.
     let lm_tag = if env::var_os("CARGO_FEATURE_LM_2026").is_some() { "lm26" } else { "lm" };
     let wsp_tag = if env::var_os("CARGO_FEATURE_WSP_2026").is_some() { "wsp26" } else { "wsp" };
-    for (tag, p, rev, dir) in REVS {
+    for (tag, p, rev, dir, module) in REVS {
         let (tag, p) = (tag.to_string(), p.to_string());
-        let built = tag == lm_tag || tag == wsp_tag;
+        let built = tag == lm_tag || tag == wsp_tag || (tag == "ggml26" && unprefixed);
         let aliases = type_aliases(rev);
         let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
         for (name, rust, _) in &aliases {
@@ -180,12 +197,12 @@ fn main() {
         prelude.push('\n');
         let mut all = prelude.clone();
         let mut per_header: HashMap<&str, String> = HashMap::new();
-        for e in list.iter().filter(|e| e.revs.split(',').any(|t| t == tag)) {
+        for e in list.iter().filter(|e| e.revs.split(',').any(|t| rev_matches(&tag, t))) {
             all.push_str(&export_fn(e, &p, rev, false));
             per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&export_fn(e, &p, rev, true));
         }
         if built {
-            write_if_changed(&out.join(format!("exports_{}.rs", p.trim_end_matches('_'))), &all);
+            write_if_changed(&out.join(format!("exports_{module}.rs")), &all);
         }
 
         for (header, template, file) in [

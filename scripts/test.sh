@@ -97,6 +97,16 @@ if [ "${GGML_RS_SKIP_REV2026:-0}" != 1 ]; then
   fi
 fi
 
+# Upstream llama.cpp (llama-cpp-python 0.3.35's sdist, ggml v0.20.0 = the 2026 revision without a
+# prefix) built by its own CMake stock and on the library (--features ggml-2026), static: llama.cpp's
+# backend-level tests, test-backend-ops on the CPU, a SmolLM2 generation and an ggml-rpc run across
+# two processes (127.0.0.1), ours bit-identical to stock (scripts/test-upstream.sh).
+# GGML_RS_TEST_UPSTREAM_FULL=1 adds llama.cpp's whole ctest, shared libraries, partial / two-server
+# / mixed RPC and a killed server; GGML_RS_SKIP_UPSTREAM=1 skips the stage.
+if [ "${GGML_RS_SKIP_UPSTREAM:-0}" != 1 ]; then
+  stage "upstream llama.cpp (test-upstream.sh)" bash scripts/test-upstream.sh
+fi
+
 # On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
 # AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
 if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then

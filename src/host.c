@@ -55,6 +55,9 @@ extern long write(int fd, const void * buf, size_t n);
 
 HOST_SYMBOLS(lm_, DECLARE_WEAK)
 HOST_SYMBOLS(wsp_, DECLARE_WEAK)
+#ifdef GGML_RS_UNPREFIXED
+HOST_SYMBOLS(, DECLARE_WEAK)
+#endif
 
 extern void lm_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
 extern void wsp_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
@@ -68,6 +71,16 @@ HIDDEN void * ggml_rs_host_sym_wsp(const char * sym) {
     HOST_SYMBOLS(wsp_, LOOKUP)
     return NULL;
 }
+
+#ifdef GGML_RS_UNPREFIXED
+/* upstream ggml (cargo feature ggml-2026): the same table with an empty prefix */
+extern void ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
+
+HIDDEN void * ggml_rs_host_sym_ggml(const char * sym) {
+    HOST_SYMBOLS(, LOOKUP)
+    return NULL;
+}
+#endif
 
 static void log_stderr(int level, const char * msg) {
     /* ggml's default logger writes to stderr as well; DEBUG is dropped like ggml does without a callback */
@@ -104,3 +117,14 @@ HIDDEN int ggml_rs_log_wsp(int level, const char * msg) {
     log_stderr(level, msg);
     return 0;
 }
+
+#ifdef GGML_RS_UNPREFIXED
+HIDDEN int ggml_rs_log_ggml(int level, const char * msg) {
+    if (ggml_log_internal) {
+        ggml_log_internal(level, "%s", msg);
+        return 1;
+    }
+    log_stderr(level, msg);
+    return 0;
+}
+#endif

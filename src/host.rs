@@ -54,6 +54,8 @@ static HOSTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 pub fn host<R: Rev>() -> &'static HostFns<R> {
     HOSTS.get::<R, _>(|| match R::PREFIX {
         "lm_" => HostFns::load(sym_lm, LOG_LM),
+        #[cfg(feature = "ggml-2026")]
+        "" => HostFns::load(crate::host_ggml::sym, crate::host_ggml::LOG),
         _ => HostFns::load(sym_wsp, LOG_WSP),
     })
 }

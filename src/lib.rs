@@ -15,6 +15,8 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod host;
+#[cfg(feature = "ggml-2026")]
+pub mod host_ggml;
 pub mod loader;
 pub mod per_rev;
 pub mod ptr_map;

@@ -35,9 +35,20 @@ const CUI: Pkg = Pkg { tag: "cui", prefix: "lm", rev2026: true, caps_mmap: true,
 const LM12: Pkg = Pkg { tag: "lm12", prefix: "lm", rev2026: true, caps_mmap: false, include: "lm-2026" };
 const WSP7: Pkg = Pkg { tag: "wsp7", prefix: "wsp", rev2026: true, caps_mmap: true, include: "wsp-2026" };
 
+/// Upstream llama.cpp's ggml (scripts/fetch-upstream.sh): its headers live in two folders.
+const UPSTREAM: Pkg = Pkg { tag: "upstream", prefix: "ggml", rev2026: true, caps_mmap: true, include: "ggml-2026" };
+
+fn upstream_dir() -> PathBuf {
+    root().join(".cache/upstream/llama.cpp-stock/ggml")
+}
+
 fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
     let tag = pkg.tag;
-    let host = host_dir(tag);
+    let hosts: Vec<PathBuf> = if tag == "upstream" {
+        vec![upstream_dir().join("include"), upstream_dir().join("src")]
+    } else {
+        vec![host_dir(tag)]
+    };
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}-{}", tag, if ours { "ours" } else { "host" }));
     std::fs::create_dir_all(&tmp).unwrap();
     let mut includes: Vec<PathBuf> = Vec::new();
@@ -45,7 +56,7 @@ fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
         // a header dir holding the host's headers minus the two we replace
         let stage = tmp.join("stage");
         std::fs::create_dir_all(&stage).unwrap();
-        for e in std::fs::read_dir(&host).unwrap().flatten() {
+        for e in hosts.iter().flat_map(|h| std::fs::read_dir(h).unwrap().flatten()) {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".h") && name != "ggml-backend.h" && name != "ggml-backend-impl.h" {
                 std::fs::copy(e.path(), stage.join(&name)).unwrap();
@@ -54,7 +65,7 @@ fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
         includes.push(root().join("include").join(pkg.include));
         includes.push(stage);
     } else {
-        includes.push(host.clone());
+        includes.extend(hosts.iter().cloned());
     }
     let exe = tmp.join("layout");
     let mut cc = Command::new("cc");
@@ -273,4 +284,16 @@ fn lm26_layout_matches_cui_llama_rn_1_12_2_and_llama_rn_0_12_9() {
 fn wsp26_layout_matches_whisper_rn_0_7_4() {
     compare("wsp7/host", &probe(&WSP7, false), &rust_side::<Wsp26>());
     compare("wsp-2026/ours", &probe(&WSP7, true), &rust_side::<Wsp26>());
+}
+
+/// Upstream ggml v0.20.0 (the `ggml-2026` feature's layer): the same layout as `Lm26`, checked
+/// against llama.cpp's own headers and include/ggml-2026 when scripts/fetch-upstream.sh has run.
+#[test]
+fn ggml26_layout_matches_upstream_ggml_v0_20_0() {
+    if !upstream_dir().join("include/ggml.h").exists() {
+        eprintln!("skipped: {} not found (scripts/fetch-upstream.sh)", upstream_dir().display());
+        return;
+    }
+    compare("upstream/host", &probe(&UPSTREAM, false), &rust_side::<Ggml26>());
+    compare("ggml-2026/ours", &probe(&UPSTREAM, true), &rust_side::<Ggml26>());
 }

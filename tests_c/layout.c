@@ -20,8 +20,12 @@
 #elif defined(LAYOUT_WSP)
 #    define S(x) wsp_ggml_##x
 #    define E(x) WSP_GGML_##x
+#elif defined(LAYOUT_GGML)
+/* upstream ggml v0.20.0 (unprefixed; with LAYOUT_REV2026 LAYOUT_CAPS_MMAP): laid out as LAYOUT_LM's 2026 */
+#    define S(x) ggml_##x
+#    define E(x) GGML_##x
 #else
-#    error "define LAYOUT_LM or LAYOUT_WSP"
+#    error "define LAYOUT_LM, LAYOUT_WSP or LAYOUT_GGML"
 #endif
 
 #define SIZE(name, t) printf("%s.size %zu\n", name, sizeof(struct S(t)))

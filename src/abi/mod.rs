@@ -13,12 +13,12 @@ pub mod wsp;
 use std::ffi::{c_char, c_void};
 
 pub use lm::Lm;
-pub use rev2026::{Lm26, Wsp26};
+pub use rev2026::{Ggml26, Lm26, Wsp26};
 pub use types::type_traits;
 pub use wsp::Wsp;
 
 /// How many revisions the crate knows (each has a distinct `Rev::SLOT` below this).
-pub const REV_SLOTS: usize = 4;
+pub const REV_SLOTS: usize = 5;
 
 pub const MAX_DIMS: usize = 4;
 pub const MAX_SRC: usize = 10;

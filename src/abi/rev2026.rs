@@ -15,6 +15,11 @@ use std::ffi::c_char;
 pub struct Lm26;
 /// whisper.rn 0.7.4 (`wsp_`, cargo feature `wsp-2026`).
 pub struct Wsp26;
+/// Upstream ggml v0.20.0 (llama.cpp as vendored by llama-cpp-python 0.3.35): cui-llama.rn 1.12.2's
+/// backend ABI without the prefix (cargo feature `ggml-2026`, headers include/ggml-2026). Its
+/// `ggml-backend.cpp`, `-reg.cpp`, `-impl.h` and `ggml-backend.h` equal cui-llama.rn's once
+/// `lm_` / `LM_` is removed, so it is stamped from the same facts; only the prefix differs.
+pub struct Ggml26;
 
 /// `enum ggml_op` ids of the 2026 revision (102 entries; MUL_MAT is 29).
 const OPS_2026: OpIds = OpIds {
@@ -136,3 +141,4 @@ macro_rules! rev_2026 {
 
 rev_2026!(Lm26, 2, "lm_", "LM_");
 rev_2026!(Wsp26, 3, "wsp_", "WSP_");
+rev_2026!(Ggml26, 4, "", "");

@@ -6,8 +6,9 @@
 
 use super::Rev;
 
-/// `(blck_size, type_size)` by type id, for ids that exist in both revisions; `None` for removed ids.
-const TRAITS: [Option<(usize, usize)>; 39] = [
+/// `(blck_size, type_size)` by type id over every revision's ids; `None` for removed ids (a
+/// revision's `TYPE_COUNT` and `REMOVED_TYPES` say which ids it has).
+const TRAITS: [Option<(usize, usize)>; 43] = [
     Some((1, 4)),    // F32
     Some((1, 2)),    // F16
     Some((32, 18)),  // Q4_0
@@ -47,6 +48,11 @@ const TRAITS: [Option<(usize, usize)>; 39] = [
     None,            // IQ4_NL_4_4 (removed in wsp)
     None,            // IQ4_NL_4_8
     None,            // IQ4_NL_8_8
+    // 2026 (ggml-common.h of cui-llama.rn 1.12.2 / whisper.rn 0.7.4 / ggml v0.20.0)
+    Some((32, 17)),  // MXFP4: u8 e + 16 nibble bytes
+    Some((64, 36)),  // NVFP4: 4 UE4M3 scales + 32 nibble bytes
+    Some((128, 18)), // Q1_0: f16 d + 16 bit bytes
+    Some((64, 18)),  // Q2_0: f16 d + 16 bytes of 2-bit quants
 ];
 
 /// `(blck_size, type_size)` of a type id in revision `R`, `None` if the id is not a usable type there.
@@ -57,5 +63,31 @@ pub fn type_traits<R: Rev>(type_: i32) -> Option<(usize, usize)> {
     if R::REMOVED_TYPES.contains(&type_) {
         return None;
     }
-    TRAITS[type_ as usize]
+    // a revision newer than this table (an id past it) is unknown, not a panic
+    TRAITS.get(type_ as usize).copied().flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{Ggml26, Lm, Lm26, Wsp, Wsp26};
+
+    fn every_id<R: Rev>() -> Vec<Option<(usize, usize)>> {
+        (-1..R::TYPE_COUNT + 2).map(type_traits::<R>).collect()
+    }
+
+    /// test-backend-ops (ggml v0.20.0) sizes Q1_0 / Q2_0 / MXFP4 / NVFP4 tensors: every id below
+    /// TYPE_COUNT must be answered (it indexed past the table and panicked before).
+    #[test]
+    fn every_type_id_of_every_revision_is_answered() {
+        for ids in [every_id::<Lm>(), every_id::<Wsp>(), every_id::<Lm26>(), every_id::<Wsp26>(), every_id::<Ggml26>()] {
+            assert_eq!(ids.first(), Some(&None));
+            assert_eq!(ids.last(), Some(&None));
+        }
+        assert_eq!(type_traits::<Lm26>(39), Some((32, 17)));
+        assert_eq!(type_traits::<Ggml26>(40), Some((64, 36)));
+        assert_eq!(type_traits::<Ggml26>(41), Some((128, 18)));
+        assert_eq!(type_traits::<Wsp26>(42), Some((64, 18)));
+        assert_eq!(type_traits::<Wsp>(39), None);
+    }
 }

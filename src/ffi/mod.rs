@@ -57,3 +57,10 @@ pub mod lm {
 pub mod wsp {
     include!(concat!(env!("OUT_DIR"), "/exports_wsp.rs"));
 }
+
+/// The unprefixed layer (upstream ggml v0.20.0), with the `ggml-2026` feature.
+#[cfg(feature = "ggml-2026")]
+#[allow(non_camel_case_types, clippy::missing_safety_doc)]
+pub mod ggml {
+    include!(concat!(env!("OUT_DIR"), "/exports_ggml.rs"));
+}

@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# Upstream llama.cpp (llama-cpp-python 0.3.35's vendor/llama.cpp, ggml v0.20.0 = the 2026 revision
+# without a prefix) on this library, against the same sources built stock. scripts/test.sh runs it
+# as a stage (GGML_RS_SKIP_UPSTREAM=1 skips it).
+#
+# Default (bounded, static link): the library with --features ggml-2026 (target/ggml2026), then
+# llama.cpp built by its own CMake twice through tests_c/upstream/CMakeLists.txt, stock and with
+# the library in place of ggml-backend.cpp / ggml-backend-reg.cpp (our headers in place of
+# ggml-backend.h / ggml-backend-impl.h), and checked:
+#   - ours links no ggml-backend.cpp and exports the library's unprefixed ABI;
+#   - llama.cpp's backend-level tests (test-backend-ops, -alloc, -opt, -gguf, -barrier,
+#     -quantize-fns, -rope; linked to ggml alone): the same pass/fail set as stock;
+#   - test-backend-ops in test mode on the CPU backend (-b CPU: every case computed through our
+#     graph_copy / compare_graph_backend against a second CPU backend) for a few op families;
+#   - SmolLM2-135M greedy generation (tests_c/upstream/gen.cpp: tokens + every step's logits
+#     hash): ours bit-identical to stock;
+#   - ggml-rpc across two processes on 127.0.0.1: our rpc-server + our client with all layers on
+#     RPC, bit-identical to stock server + stock client.
+# To keep the bounded stage short, ours links stock's libllama.a (llama.cpp's own objects, which
+# only call the backend API; the 2026 hosts' tests do the same) instead of compiling llama again.
+#
+# --full (or GGML_RS_TEST_UPSTREAM_FULL=1) adds: llama compiled against our headers with
+# llama.cpp's whole own ctest (LLAMA_BUILD_TESTS) stock vs ours; RPC with part of the layers
+# (-ngl 10), two servers, the mixed pairs (stock client <-> our server, ours <-> stock server);
+# the shared-library build (BUILD_SHARED_LIBS=ON) with the same generation and RPC checks; the
+# faults (server killed during a generation, restarted).
+#
+# Every run is bounded (timeout); servers listen on 127.0.0.1 only and are killed on exit.
+# Ends with `upstream: N passed, M failed` and each step's wall time.
+#   JOBS (default 2)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+JOBS="${JOBS:-2}"
+FULL="${GGML_RS_TEST_UPSTREAM_FULL:-0}"
+[[ "${1:-}" == --full ]] && FULL=1
+OUT="$ROOT/target/upstream"
+MODEL="$ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
+PROMPT="The capital of France is"
+NGEN=24
+mkdir -p "$OUT/runs"
+
+pass=0
+fail=0
+failed=()
+check() { # name command...
+  local name="$1"
+  shift
+  if "$@"; then
+    pass=$((pass + 1))
+    echo "upstream: ok   $name"
+  else
+    fail=$((fail + 1))
+    failed+=("$name")
+    echo "upstream: FAIL $name"
+  fi
+}
+times=()
+step() { # name command...
+  local name="$1" t0=$SECONDS
+  shift
+  "$@"
+  times+=("$(printf '%-34s %4d s' "$name" $((SECONDS - t0)))")
+}
+
+SERVERS=()
+cleanup() {
+  local pid
+  for pid in "${SERVERS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${SERVERS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+
+# --- sources, library, model ------------------------------------------------------------------
+mapfile -t trees < <(bash scripts/fetch-upstream.sh)
+SRC_STOCK="${trees[0]}"
+SRC_RS="${trees[1]}"
+[[ -f "$MODEL" ]] || bash scripts/fetch-models.sh >/dev/null
+step "cargo build --features ggml-2026" \
+  env CARGO_TARGET_DIR="$ROOT/target/ggml2026" cargo build --release --features ggml-2026 -j "$JOBS" -q
+LIB_A="$ROOT/target/ggml2026/release/libggml_backend_rs.a"
+LIB_SO="$ROOT/target/ggml2026/release/libggml_backend_rs.so"
+
+configure() { # dir shared(ON|OFF) rs(ON|OFF) tests(ON|OFF) [extra...]
+  local dir="$1" shared="$2" rs="$3" tests="$4"
+  shift 4
+  local src="$SRC_STOCK" lib=""
+  if [[ "$rs" == ON ]]; then
+    src="$SRC_RS"
+    lib="$LIB_A"
+    [[ "$shared" == ON ]] && lib="$LIB_SO"
+  fi
+  cmake -S tests_c/upstream -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS="$shared" \
+    -DLLAMA_SRC="$src" -DGGML_RS="$rs" -DGGML_RS_LIB="$lib" -DGGML_RS_UPSTREAM_TESTS="$tests" \
+    -DGGML_CCACHE=OFF "$@" >"$dir.configure.log" 2>&1 || { tail -20 "$dir.configure.log"; return 1; }
+}
+build() { # dir targets...
+  local dir="$1"
+  shift
+  cmake --build "$dir" -j "$JOBS" --target "$@" >"$dir.build.log" 2>&1 || { tail -30 "$dir.build.log"; return 1; }
+}
+GGML_TESTS=(test-backend-ops test-alloc test-opt test-gguf test-barrier test-quantize-fns test-rope)
+
+S="$OUT/stock-static"
+R="$OUT/rs-static"
+mkdir -p "$S" "$R"
+build_stock_static() { configure "$S" OFF OFF OFF && build "$S" gen-upstream rpc-server "${GGML_TESTS[@]}"; }
+build_rs_static() {
+  configure "$R" OFF ON OFF -DGGML_RS_LLAMA_LIB="$S/llama.cpp/src/libllama.a" &&
+    build "$R" gen-upstream rpc-server "${GGML_TESTS[@]}"
+}
+step "stock static: configure + build" build_stock_static
+step "ours static: configure + build" build_rs_static
+
+# --- the unprefixed build ------------------------------------------------------------------------
+# (grep -c, not -q: an early exit of grep would fail nm with SIGPIPE under pipefail)
+has_sym() { [[ "$(nm "$1" | grep -c " T $2\$")" -gt 0 ]]; }
+linked_ours() { # binary: the scheduler is ours (the library's SIMD registry is there), stock's is not
+  has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend_sched_reserve_size
+}
+stock_only() { ! has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend_sched_reserve_size; }
+check "unprefixed ABI linked in ours (gen-upstream)" linked_ours "$R/gen-upstream"
+check "unprefixed ABI linked in ours (rpc-server)" linked_ours "$R/rpc-server"
+check "stock links ggml-backend.cpp (no library)" stock_only "$S/gen-upstream"
+check "ggml-backend.cpp / -reg.cpp absent from our tree" test ! -e "$SRC_RS/ggml/src/ggml-backend.cpp" -a ! -e "$SRC_RS/ggml/src/ggml-backend-reg.cpp"
+
+# --- llama.cpp's backend-level tests ---------------------------------------------------------------
+ctest_set() { # dir -> "name:Passed|Failed" lines
+  (cd "$1" && timeout 900 ctest --timeout 300 -j 1 >"$1.ctest.log" 2>&1) || true
+  grep -E '^ *[0-9]+/[0-9]+ Test +#[0-9]+: ' "$1.ctest.log" |
+    sed -E 's/^.*Test +#[0-9]+: ([^ ]+) [. ]*(\*\*\*)?([A-Za-z]+).*/\1:\3/' | sort
+}
+ctest_both() { ctest_set "$1" >"$3"; ctest_set "$2" >"$4"; }
+step "ctest (7 ggml tests) stock + ours" ctest_both "$S" "$R" "$OUT/ctest-stock.txt" "$OUT/ctest-rs.txt"
+echo "upstream: ctest stock: $(grep -c ':Passed' "$OUT/ctest-stock.txt") passed of $(wc -l <"$OUT/ctest-stock.txt"); ours: $(grep -c ':Passed' "$OUT/ctest-rs.txt") passed of $(wc -l <"$OUT/ctest-rs.txt")"
+check "ctest: ours = stock (pass/fail per test)" cmp -s "$OUT/ctest-stock.txt" "$OUT/ctest-rs.txt"
+check "ctest: ours all passed" bash -c "[[ -s '$OUT/ctest-rs.txt' ]] && ! grep -qv ':Passed' '$OUT/ctest-rs.txt'"
+
+# test-backend-ops compares a backend against the CPU and skips the CPU itself unless asked for it
+backend_ops() { # dir op
+  local log="$OUT/runs/backend-ops-$(basename "$1")-$2.log"
+  timeout 600 "$1/test-backend-ops" test -b CPU -o "$2" >"$log" 2>&1 && grep -q '1/1 backends passed' "$log"
+}
+# ~25 s on 2 cores; the full run adds the slow families (up to minutes each)
+BACKEND_OPS=(SET_ROWS ADD)
+[[ "$FULL" == 1 ]] && BACKEND_OPS+=(ROPE SOFT_MAX CPY GET_ROWS MUL_MAT FLASH_ATTN_EXT)
+backend_ops_all() {
+  local op ok=0
+  for op in "${BACKEND_OPS[@]}"; do
+    if backend_ops "$R" "$op"; then
+      echo "upstream: test-backend-ops -b CPU -o $op: $(grep -Eo '[0-9]+/[0-9]+ tests passed' "$OUT/runs/backend-ops-rs-static-$op.log")"
+    else
+      echo "upstream: test-backend-ops -b CPU -o $op FAILED (see $OUT/runs/backend-ops-rs-static-$op.log)"
+      ok=1
+    fi
+  done
+  return $ok
+}
+backend_ops_ok=0
+step "test-backend-ops -b CPU (ours)" backend_ops_all || backend_ops_ok=1
+check "test-backend-ops test -b CPU (${BACKEND_OPS[*]})" test "$backend_ops_ok" = 0
+
+# --- generation ------------------------------------------------------------------------------
+gen() { # dir out [args...]
+  local dir="$1" out="$2"
+  shift 2
+  timeout 300 "$dir/gen-upstream" -m "$MODEL" -p "$PROMPT" -n "$NGEN" -t 2 "$@" >"$out" 2>"$out.err"
+}
+same() { # a b: identical outputs that hold a generation (device lines name the server's port)
+  grep -q 'logits digest' "$1" && cmp -s <(grep -v '^device' "$1") <(grep -v '^device' "$2")
+}
+gen_both() { gen "$S" "$OUT/runs/gen-stock.txt" || true; gen "$R" "$OUT/runs/gen-rs.txt" || true; }
+step "generation stock + ours" gen_both
+check "generation: ours bit-identical to stock (tokens + logits)" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-rs.txt"
+grep -E '^text:|digest' "$OUT/runs/gen-rs.txt" | sed 's/^/upstream:   /' || true
+
+# --- ggml-rpc across processes ------------------------------------------------------------------
+PORT_BASE=$((50000 + RANDOM % 10000))
+next_port=$PORT_BASE
+start_server() { # dir -> sets SERVER_PID, SERVER_EP
+  local dir="$1" port
+  port=$next_port
+  next_port=$((next_port + 1))
+  # loopback only
+  timeout 900 "$dir/rpc-server" -H 127.0.0.1 -p "$port" -t 2 >"$OUT/runs/server-$port.log" 2>&1 &
+  SERVER_PID=$!
+  SERVERS+=("$SERVER_PID")
+  SERVER_EP="127.0.0.1:$port"
+  local i
+  for i in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      return 0
+    fi
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  echo "upstream: rpc-server on $SERVER_EP did not come up" >&2
+  return 1
+}
+stop_server() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+rpc_run() { # client-dir server-dir out ngl
+  local client="$1" server="$2" out="$3" ngl="$4"
+  start_server "$server" || return 1
+  gen "$client" "$out" --rpc "$SERVER_EP" -ngl "$ngl" || true
+  stop_server "$SERVER_PID"
+}
+rpc_t0=$SECONDS
+rpc_run "$S" "$S" "$OUT/runs/rpc99-stock-stock.txt" 99
+rpc_run "$R" "$R" "$OUT/runs/rpc99-rs-rs.txt" 99
+times+=("$(printf '%-34s %4d s' "RPC -ngl 99 stock + ours" $((SECONDS - rpc_t0)))")
+check "RPC device seen by the client" grep -q '^device .*RPC' "$OUT/runs/rpc99-rs-rs.txt"
+check "RPC -ngl 99: our server + client bit-identical to stock's" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/rpc99-rs-rs.txt"
+
+# --- full ------------------------------------------------------------------------------------
+if [[ "$FULL" == 1 ]]; then
+  t0=$SECONDS
+  rpc_run "$S" "$R" "$OUT/runs/rpc99-stock-rs.txt" 99
+  rpc_run "$R" "$S" "$OUT/runs/rpc99-rs-stock.txt" 99
+  check "RPC -ngl 99: stock client <-> our server = stock pair" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/rpc99-stock-rs.txt"
+  check "RPC -ngl 99: our client <-> stock server = stock pair" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/rpc99-rs-stock.txt"
+  rpc_run "$S" "$S" "$OUT/runs/rpc10-stock-stock.txt" 10
+  rpc_run "$R" "$R" "$OUT/runs/rpc10-rs-rs.txt" 10
+  check "RPC -ngl 10 (part on RPC): ours = stock" same "$OUT/runs/rpc10-stock-stock.txt" "$OUT/runs/rpc10-rs-rs.txt"
+  two_servers() { # client server out
+    start_server "$2" || return 1
+    local p1=$SERVER_PID e1=$SERVER_EP
+    start_server "$2" || return 1
+    gen "$1" "$3" --rpc "$e1,$SERVER_EP" -ngl 99 || true
+    stop_server "$p1"
+    stop_server "$SERVER_PID"
+  }
+  two_servers "$S" "$S" "$OUT/runs/rpc2-stock.txt"
+  two_servers "$R" "$R" "$OUT/runs/rpc2-rs.txt"
+  check "RPC two servers -ngl 99: ours = stock" same "$OUT/runs/rpc2-stock.txt" "$OUT/runs/rpc2-rs.txt"
+  times+=("$(printf '%-34s %4d s' "RPC mixed / partial / two servers" $((SECONDS - t0)))")
+
+  # faults: the server dies during a long generation; the client must end (no hang, no crash
+  # signal) and ours must do no worse than stock
+  fault_run() { # client server out
+    start_server "$2" || return 1
+    local pid=$SERVER_PID rc=0 server
+    server="$(pgrep -P "$pid")" # the rpc-server under its timeout: SIGKILL does not pass through timeout
+    (sleep 1.5; kill -9 "$server" 2>/dev/null) &
+    timeout 120 "$1/gen-upstream" -m "$MODEL" -p "$PROMPT" -n 400 -t 2 --rpc "$SERVER_EP" -ngl 99 >"$3" 2>"$3.err" || rc=$?
+    echo "$rc" >"$3.rc"
+    wait "$pid" 2>/dev/null || true
+  }
+  fault_run "$S" "$S" "$OUT/runs/fault-stock.txt"
+  fault_run "$R" "$R" "$OUT/runs/fault-rs.txt"
+  echo "upstream: fault (server killed mid-generation): stock client rc $(cat "$OUT/runs/fault-stock.txt.rc"), ours rc $(cat "$OUT/runs/fault-rs.txt.rc")"
+  # restart: a new server on the killed one's port serves a new client bit-identically
+  restart_run() { # client server out
+    start_server "$2" || return 1
+    local port="${SERVER_EP##*:}"
+    kill -9 "$(pgrep -P "$SERVER_PID")" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    next_port="$port"
+    rpc_run "$1" "$2" "$3" 99
+  }
+  restart_run "$R" "$R" "$OUT/runs/restart-rs.txt"
+  check "restart: a new server on the same port, ours = stock pair" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/restart-rs.txt"
+  check "fault: our client ends like stock's (no hang: rc != 124)" bash -c "[[ \$(cat '$OUT/runs/fault-rs.txt.rc') != 124 && \$(cat '$OUT/runs/fault-rs.txt.rc') == \$(cat '$OUT/runs/fault-stock.txt.rc') ]]"
+
+  # llama compiled against our headers, with llama.cpp's own whole test suite
+  SF="$OUT/stock-static-tests"
+  RF="$OUT/rs-static-tests"
+  mkdir -p "$SF" "$RF"
+  cfg_build() { configure "$1" "$2" "$3" "$4" && shift 4 && build "$@"; }
+  step "stock static + tests: build" cfg_build "$SF" OFF OFF ON "$SF" all
+  step "ours static + tests: build" cfg_build "$RF" OFF ON ON "$RF" all
+  step "llama.cpp ctest stock + ours" ctest_both "$SF" "$RF" "$OUT/ctest-full-stock.txt" "$OUT/ctest-full-rs.txt"
+  echo "upstream: full ctest stock: $(grep -c ':Passed' "$OUT/ctest-full-stock.txt") passed of $(wc -l <"$OUT/ctest-full-stock.txt"); ours: $(grep -c ':Passed' "$OUT/ctest-full-rs.txt") passed of $(wc -l <"$OUT/ctest-full-rs.txt")"
+  check "full ctest: ours = stock (pass/fail per test)" cmp -s "$OUT/ctest-full-stock.txt" "$OUT/ctest-full-rs.txt"
+  gen "$RF" "$OUT/runs/gen-rs-full.txt" || true
+  check "generation, llama compiled on our headers = stock" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-rs-full.txt"
+
+  # shared libraries
+  SS="$OUT/stock-shared"
+  RS="$OUT/rs-shared"
+  mkdir -p "$SS" "$RS"
+  step "stock shared: build" cfg_build "$SS" ON OFF OFF "$SS" gen-upstream rpc-server
+  step "ours shared: build" cfg_build "$RS" ON ON OFF "$RS" gen-upstream rpc-server
+  gen "$SS" "$OUT/runs/gen-stock-shared.txt" || true
+  gen "$RS" "$OUT/runs/gen-rs-shared.txt" || true
+  check "shared: stock shared = stock static" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-stock-shared.txt"
+  check "shared: ours = stock" same "$OUT/runs/gen-stock-shared.txt" "$OUT/runs/gen-rs-shared.txt"
+  rpc_run "$SS" "$SS" "$OUT/runs/rpc99-stock-shared.txt" 99
+  rpc_run "$RS" "$RS" "$OUT/runs/rpc99-rs-shared.txt" 99
+  check "shared: RPC -ngl 99 ours = stock" same "$OUT/runs/rpc99-stock-shared.txt" "$OUT/runs/rpc99-rs-shared.txt"
+fi
+
+echo "upstream: wall times:"
+printf 'upstream:   %s\n' "${times[@]}"
+for f in "${failed[@]}"; do echo "upstream: failed: $f"; done
+echo "upstream: $pass passed, $fail failed"
+((fail == 0))
