@@ -130,6 +130,78 @@ struct ggml_backend_graph_copy {
 
 typedef bool (*ggml_backend_eval_callback)(int node_index, struct ggml_tensor * t1, struct ggml_tensor * t2, void * user_data);
 
+/*
+ * Link anchors. Stock's ggml-backend-reg.cpp is compiled with the host and references each backend
+ * it registers (and ggml.c / ggml-alloc.c) strongly, so a host linked from ordinary static
+ * archives (an iOS static pod, libggml-cpu.a) keeps them. This library is prebuilt: it can only
+ * reference them weakly, and a weak reference pulls no archive member. Every file of the host that
+ * includes this header references them here instead, for the backends the host is compiled with
+ * (GGML_USE_<BACKEND>, as stock's registry decides), so any link pulls exactly what stock's
+ * would. Define GGML_RS_NO_LINK_ANCHORS to leave them out.
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GGML_RS_NO_LINK_ANCHORS)
+#if defined(GGML_USE_CUDA)
+extern ggml_backend_reg_t ggml_backend_cuda_reg(void);
+#endif
+#if defined(GGML_USE_METAL)
+extern ggml_backend_reg_t ggml_backend_metal_reg(void);
+#endif
+#if defined(GGML_USE_SYCL)
+extern ggml_backend_reg_t ggml_backend_sycl_reg(void);
+#endif
+#if defined(GGML_USE_VULKAN)
+extern ggml_backend_reg_t ggml_backend_vk_reg(void);
+#endif
+#if defined(GGML_USE_OPENCL)
+extern ggml_backend_reg_t ggml_backend_opencl_reg(void);
+#endif
+#if defined(GGML_USE_CANN)
+extern ggml_backend_reg_t ggml_backend_cann_reg(void);
+#endif
+#if defined(GGML_USE_BLAS)
+extern ggml_backend_reg_t ggml_backend_blas_reg(void);
+#endif
+#if defined(GGML_USE_RPC)
+extern ggml_backend_reg_t ggml_backend_rpc_reg(void);
+#endif
+#if defined(GGML_USE_CPU)
+extern ggml_backend_reg_t ggml_backend_cpu_reg(void);
+#endif
+/* one static table per file that includes this header: `used` keeps it (and so its references)
+ * in the object; the cast to void (*)(void) is the one every compiler accepts without warning */
+static void (* const ggml_rs_link_anchors[])(void) __attribute__((used, unused)) = {
+    (void (*)(void)) &ggml_init,
+    (void (*)(void)) &ggml_gallocr_new_n,
+#if defined(GGML_USE_CUDA)
+    (void (*)(void)) &ggml_backend_cuda_reg,
+#endif
+#if defined(GGML_USE_METAL)
+    (void (*)(void)) &ggml_backend_metal_reg,
+#endif
+#if defined(GGML_USE_SYCL)
+    (void (*)(void)) &ggml_backend_sycl_reg,
+#endif
+#if defined(GGML_USE_VULKAN)
+    (void (*)(void)) &ggml_backend_vk_reg,
+#endif
+#if defined(GGML_USE_OPENCL)
+    (void (*)(void)) &ggml_backend_opencl_reg,
+#endif
+#if defined(GGML_USE_CANN)
+    (void (*)(void)) &ggml_backend_cann_reg,
+#endif
+#if defined(GGML_USE_BLAS)
+    (void (*)(void)) &ggml_backend_blas_reg,
+#endif
+#if defined(GGML_USE_RPC)
+    (void (*)(void)) &ggml_backend_rpc_reg,
+#endif
+#if defined(GGML_USE_CPU)
+    (void (*)(void)) &ggml_backend_cpu_reg,
+#endif
+};
+#endif
+
 #ifdef __cplusplus
 }
 #endif
