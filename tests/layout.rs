@@ -72,8 +72,7 @@ fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
     // -O1 drops the unused static inline helpers of ggml-impl.h, which would need ggml.c to link
     cc.arg(format!("-DLAYOUT_{}", pkg.prefix.to_uppercase())).arg("-std=gnu11").arg("-O1").arg("-w");
     // layout.c links no ggml at all: our header's link anchors would name ggml_init and friends
-    let p = pkg.prefix.to_uppercase();
-    cc.arg(if p.is_empty() { "-DGGML_RS_NO_LINK_ANCHORS".to_string() } else { format!("-D{p}_GGML_RS_NO_LINK_ANCHORS") });
+    cc.args(["-DLM_GGML_RS_NO_LINK_ANCHORS", "-DWSP_GGML_RS_NO_LINK_ANCHORS", "-DGGML_RS_NO_LINK_ANCHORS"]);
     if pkg.rev2026 {
         cc.arg("-DLAYOUT_REV2026");
     }
