@@ -140,33 +140,16 @@ typedef bool (*ggml_backend_eval_callback)(int node_index, struct ggml_tensor * 
  * would. Define GGML_RS_NO_LINK_ANCHORS to leave them out.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(GGML_RS_NO_LINK_ANCHORS)
-#if defined(GGML_USE_CUDA)
+/* declared as the backends' own headers do; a declaration alone references nothing */
 extern ggml_backend_reg_t ggml_backend_cuda_reg(void);
-#endif
-#if defined(GGML_USE_METAL)
 extern ggml_backend_reg_t ggml_backend_metal_reg(void);
-#endif
-#if defined(GGML_USE_SYCL)
 extern ggml_backend_reg_t ggml_backend_sycl_reg(void);
-#endif
-#if defined(GGML_USE_VULKAN)
 extern ggml_backend_reg_t ggml_backend_vk_reg(void);
-#endif
-#if defined(GGML_USE_OPENCL)
 extern ggml_backend_reg_t ggml_backend_opencl_reg(void);
-#endif
-#if defined(GGML_USE_CANN)
 extern ggml_backend_reg_t ggml_backend_cann_reg(void);
-#endif
-#if defined(GGML_USE_BLAS)
 extern ggml_backend_reg_t ggml_backend_blas_reg(void);
-#endif
-#if defined(GGML_USE_RPC)
 extern ggml_backend_reg_t ggml_backend_rpc_reg(void);
-#endif
-#if defined(GGML_USE_CPU)
 extern ggml_backend_reg_t ggml_backend_cpu_reg(void);
-#endif
 /* one static table per file that includes this header: `used` keeps it (and so its references)
  * in the object; the cast to void (*)(void) is the one every compiler accepts without warning */
 static void (* const ggml_rs_link_anchors[])(void) __attribute__((used, unused)) = {

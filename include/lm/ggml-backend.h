@@ -94,36 +94,17 @@ typedef bool (*lm_ggml_backend_eval_callback)(int node_index, struct lm_ggml_ten
  * would. Define LM_GGML_RS_NO_LINK_ANCHORS to leave them out.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(LM_GGML_RS_NO_LINK_ANCHORS)
-#if defined(LM_GGML_USE_CUDA)
+/* declared as the backends' own headers do; a declaration alone references nothing */
 extern lm_ggml_backend_reg_t lm_ggml_backend_cuda_reg(void);
-#endif
-#if defined(LM_GGML_USE_METAL)
 extern lm_ggml_backend_reg_t lm_ggml_backend_metal_reg(void);
-#endif
-#if defined(LM_GGML_USE_SYCL)
 extern lm_ggml_backend_reg_t lm_ggml_backend_sycl_reg(void);
-#endif
-#if defined(LM_GGML_USE_VULKAN)
 extern lm_ggml_backend_reg_t lm_ggml_backend_vk_reg(void);
-#endif
-#if defined(LM_GGML_USE_CANN)
 extern lm_ggml_backend_reg_t lm_ggml_backend_cann_reg(void);
-#endif
-#if defined(LM_GGML_USE_BLAS)
 extern lm_ggml_backend_reg_t lm_ggml_backend_blas_reg(void);
-#endif
-#if defined(LM_GGML_USE_RPC)
 extern lm_ggml_backend_reg_t lm_ggml_backend_rpc_reg(void);
-#endif
-#if defined(LM_GGML_USE_AMX)
 extern lm_ggml_backend_reg_t lm_ggml_backend_amx_reg(void);
-#endif
-#if defined(LM_GGML_USE_KOMPUTE)
 extern lm_ggml_backend_reg_t lm_ggml_backend_kompute_reg(void);
-#endif
-#if defined(LM_GGML_USE_CPU)
 extern lm_ggml_backend_reg_t lm_ggml_backend_cpu_reg(void);
-#endif
 /* one static table per file that includes this header: `used` keeps it (and so its references)
  * in the object; the cast to void (*)(void) is the one every compiler accepts without warning */
 static void (* const lm_ggml_rs_link_anchors[])(void) __attribute__((used, unused)) = {

@@ -100,36 +100,17 @@ typedef bool (*wsp_ggml_backend_eval_callback)(int node_index, struct wsp_ggml_t
  * would. Define WSP_GGML_RS_NO_LINK_ANCHORS to leave them out.
  */
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(WSP_GGML_RS_NO_LINK_ANCHORS)
-#if defined(WSP_GGML_USE_CUDA)
+/* declared as the backends' own headers do; a declaration alone references nothing */
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_cuda_reg(void);
-#endif
-#if defined(WSP_GGML_USE_METAL)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_metal_reg(void);
-#endif
-#if defined(WSP_GGML_USE_SYCL)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_sycl_reg(void);
-#endif
-#if defined(WSP_GGML_USE_VULKAN)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_vk_reg(void);
-#endif
-#if defined(WSP_GGML_USE_OPENCL)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_opencl_reg(void);
-#endif
-#if defined(WSP_GGML_USE_CANN)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_cann_reg(void);
-#endif
-#if defined(WSP_GGML_USE_BLAS)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_blas_reg(void);
-#endif
-#if defined(WSP_GGML_USE_RPC)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_rpc_reg(void);
-#endif
-#if defined(WSP_GGML_USE_KOMPUTE)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_kompute_reg(void);
-#endif
-#if defined(WSP_GGML_USE_CPU)
 extern wsp_ggml_backend_reg_t wsp_ggml_backend_cpu_reg(void);
-#endif
 /* one static table per file that includes this header: `used` keeps it (and so its references)
  * in the object; the cast to void (*)(void) is the one every compiler accepts without warning */
 static void (* const wsp_ggml_rs_link_anchors[])(void) __attribute__((used, unused)) = {
