@@ -78,9 +78,14 @@ static ctx_t * new_ctx(void) {
     return G(init)(p);
 }
 
+/* scale of the quantized weights' values (1: uniform in [-1, 1]); tiny values give block scales
+   that are half-precision subnormals */
+static float quant_fill_scale = 1.0f;
+
 static void fill(tensor_t * t, float lo, float hi) {
     size_t n = G(nelements)(t);
     if (t->type == C(TYPE_I32)) return;
+    if (t->type != C(TYPE_F32) && t->type != C(TYPE_F16)) { lo *= quant_fill_scale; hi *= quant_fill_scale; }
     float * v = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++) v[i] = lo + (hi - lo) * 0.5f * (frand() + 1.0f);
     if (t->type == C(TYPE_F32)) {
@@ -169,12 +174,13 @@ int main(void) {
     set_cpu(cpu, 2);
     set_simd(simd, 2);
 
-    enum G(type) wtypes[] = { C(TYPE_F32), C(TYPE_F16), C(TYPE_Q4_0), C(TYPE_Q4_1), C(TYPE_Q8_0) };
-    const char * wnames[] = { "f32", "f16", "q4_0", "q4_1", "q8_0" };
+    enum G(type) wtypes[] = { C(TYPE_F32), C(TYPE_F16), C(TYPE_Q4_0), C(TYPE_Q4_1), C(TYPE_Q8_0), C(TYPE_Q5_0), C(TYPE_Q5_1) };
+    const char * wnames[] = { "f32", "f16", "q4_0", "q4_1", "q8_0", "q5_0", "q5_1" };
+    const int n_wtypes = (int) (sizeof wtypes / sizeof wtypes[0]);
     int64_t shapes[][3] = { {64, 7, 1}, {576, 33, 1}, {576, 33, 17}, {256, 16, 3}, {1536, 40, 64} };
     char name[128];
 
-    for (int w = 0; w < 5; w++) {
+    for (int w = 0; w < n_wtypes; w++) {
         for (int s = 0; s < 5; s++) {
             ctx_t * c = new_ctx();
             tensor_t * a = t4(c, wtypes[w], shapes[s][0], shapes[s][1], 1, 1);
@@ -189,6 +195,16 @@ int main(void) {
         tensor_t * b = G(permute)(c, q, 0, 2, 1, 3);
         snprintf(name, sizeof name, "mul_mat %s broadcast, permuted src1", wnames[w]);
         check(name, c, G(mul_mat)(c, a, b), bitwise_or(w == 0 ? EXACT : MATMUL));
+    }
+    /* block formats with subnormal half scales (values ~1e-6), and an odd row count */
+    for (int w = 2; w < n_wtypes; w++) {
+        quant_fill_scale = 1e-6f;
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, wtypes[w], 576, 9, 1, 1);
+        tensor_t * b = t4(c, C(TYPE_F32), 576, 5, 1, 1);
+        snprintf(name, sizeof name, "mul_mat %s subnormal scales", wnames[w]);
+        check(name, c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
+        quant_fill_scale = 1.0f;
     }
     {   /* float weights with leftovers past the last 32-element step (added in f64 for F16,
            with f32 FMA for F32), odd weight-row counts, ragged activation counts, decoding, and
@@ -297,7 +313,7 @@ int main(void) {
         GB(buffer_free)(buf);
         G(free)(c);
     }
-    for (int w = 0; w < 5; w++) {
+    for (int w = 0; w < n_wtypes; w++) {
         ctx_t * c = new_ctx();
         tensor_t * a = t4(c, wtypes[w], 64, 20, 1, 1);
         tensor_t * idx = G(new_tensor_1d)(c, C(TYPE_I32), 5);

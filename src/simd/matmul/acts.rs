@@ -162,7 +162,7 @@ pub struct QuantizedActs {
     pub(super) hb: Vec<u16>,
     /// Whether the F16 activations were prepared as `hb` (else as `h`).
     pub(super) halves: bool,
-    /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights) or -128 (Q8_0), the
+    /// x86 with AVX-512: Q8_0 blocks' 4-byte sums times -8 (Q4_0 weights), -16 (Q5_0) or -128 (Q8_0), the
     /// start values of `vpdpbusd` over unsigned weight bytes (see `avx512::quant`).
     #[cfg(target_arch = "x86_64")]
     pub(super) off: Vec<[i32; 8]>,
@@ -253,7 +253,7 @@ impl QuantizedActs {
                 let off = self.h_off;
                 rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
             }
-            WType::Q4_0 | WType::Q8_0 => {
+            WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_0;
                 let nb = k / QK;
@@ -269,11 +269,15 @@ impl QuantizedActs {
                 }
                 #[cfg(target_arch = "x86_64")]
                 if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 {
-                    let off = if wtype == WType::Q4_0 { -8 } else { -128 };
+                    let off = match wtype {
+                        WType::Q4_0 => -8,
+                        WType::Q5_0 => -16,
+                        _ => -128,
+                    };
                     offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
-            WType::Q4_1 => {
+            WType::Q4_1 | WType::Q5_1 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_1;
                 let nb = k / QK;

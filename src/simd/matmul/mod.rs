@@ -58,8 +58,8 @@ use acts::QKind;
 use operands::check_shapes;
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
-use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q8_0};
-use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0};
+use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q5_0, q5_1, q8_0};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
 
 pub use crate::simd::quant::WType;
 
@@ -71,7 +71,7 @@ impl WType {
     pub const fn gemm_min_batch(self) -> usize {
         match self {
             WType::F32 => 8,
-            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => 16,
+            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => 16,
         }
     }
 }
@@ -135,7 +135,7 @@ pub fn needs_quantized_acts(wtype: WType, n: usize) -> bool {
 pub fn needs_quantized_acts_at(level: SimdLevel, wtype: WType, n: usize) -> bool {
     match clamp_level(level) {
         _ if use_gemm_at(level, wtype, n) => false,
-        SimdLevel::Portable => matches!(wtype, WType::Q4_0 | WType::Q4_1 | WType::Q8_0),
+        SimdLevel::Portable => wtype.block_len() > 1,
         _ => wtype != WType::F32,
     }
 }
@@ -155,8 +155,8 @@ pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &Qu
         // the portable F16 kernel reads the f32 activations directly
         WType::F16 if level == SimdLevel::Portable => {}
         WType::F16 => q.check(QKind::F16, acts),
-        WType::Q4_0 | WType::Q8_0 => q.check(QKind::Q8_0, acts),
-        WType::Q4_1 => q.check(QKind::Q8_1, acts),
+        WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => q.check(QKind::Q8_0, acts),
+        WType::Q4_1 | WType::Q5_1 => q.check(QKind::Q8_1, acts),
     }
     // Dispatch once per call, not per dot product: the whole loop is compiled with the level's
     // target features so the dot kernels inline into it.
@@ -195,6 +195,8 @@ fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst
         WType::F16 => for_each_output(dst, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),
         WType::Q4_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4_0>(w.row(i)), |wr, j| q4_0::vec_dot_portable(wr, q.q8_0_row(j))),
         WType::Q4_1 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4_1>(w.row(i)), |wr, j| q4_1::vec_dot_portable(wr, q.q8_1_row(j))),
+        WType::Q5_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5_0>(w.row(i)), |wr, j| q5_0::vec_dot_portable(wr, q.q8_0_row(j))),
+        WType::Q5_1 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5_1>(w.row(i)), |wr, j| q5_1::vec_dot_portable(wr, q.q8_1_row(j))),
         WType::Q8_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
     }
 }

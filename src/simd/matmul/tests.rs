@@ -4,7 +4,7 @@ use crate::simd::quant::f16::{fp16_to_fp32, fp32_to_fp16};
 use crate::simd::quant::test_util::{bits, nmse, Lcg};
 use crate::simd::quant::{blocks_as_bytes, QuantBlock, QK};
 
-const TYPES: [WType; 5] = [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q8_0];
+const TYPES: [WType; 7] = [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q5_0, WType::Q5_1, WType::Q8_0];
 
 /// Weight bytes in a u32-backed buffer (so 4-byte aligned), rows padded by `pad` bytes.
 struct TestWeights {
@@ -61,6 +61,18 @@ impl TestWeights {
                     let mut b = vec![BlockQ4_1::default(); k / QK];
                     q4_1::quantize_row(&src, &mut b);
                     q4_1::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q5_0 => {
+                    let mut b = vec![BlockQ5_0::default(); k / QK];
+                    q5_0::quantize_row(&src, &mut b);
+                    q5_0::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q5_1 => {
+                    let mut b = vec![BlockQ5_1::default(); k / QK];
+                    q5_1::quantize_row(&src, &mut b);
+                    q5_1::dequantize_row_at(SimdLevel::Portable, &b, out);
                     put(row, &b);
                 }
                 WType::Q8_0 => {
@@ -201,6 +213,31 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
                             let qx = ((bx.qs[c % 16] >> (4 * (c / 16))) & 15) as i64;
                             si += qx * by.qs[c] as i64;
                             sa += (qx * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64 + h(bx.m) * h(by.s);
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64 + (h(bx.m) * h(by.s)).abs();
+                    }
+                }
+                WType::Q5_0 => {
+                    let wr: &[BlockQ5_0] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for (c, &q5) in q5_0::quants5(&bx.qs, &bx.qh).iter().enumerate() {
+                            let qx = q5 as i64 - 16;
+                            si += qx * by.qs[c] as i64;
+                            sa += (qx * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64;
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                    }
+                }
+                WType::Q5_1 => {
+                    let wr: &[BlockQ5_1] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_1_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for (c, &q5) in q5_0::quants5(&bx.qs, &bx.qh).iter().enumerate() {
+                            si += q5 as i64 * by.qs[c] as i64;
+                            sa += (q5 as i64 * by.qs[c] as i64).abs();
                         }
                         v += h(bx.d) * h(by.d) * si as f64 + h(bx.m) * h(by.s);
                         m += (h(bx.d) * h(by.d)).abs() * sa as f64 + (h(bx.m) * h(by.s)).abs();
@@ -439,7 +476,7 @@ fn avx512_level_matches_avx2_bitwise() {
         return;
     }
     let mut rng = Lcg::new(77);
-    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0, WType::F16, WType::F32] {
+    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q5_0, WType::Q5_1, WType::Q8_0, WType::F16, WType::F32] {
         let ks: &[usize] = if matches!(wtype, WType::F16 | WType::F32) { &[64, 100, 1024, 1500] } else { &[32, 96, 576] };
         for &k in ks {
             for &rows in &[1usize, 2, 5, 16, 17, 35] {
@@ -490,7 +527,7 @@ fn avx2_matvec_matches_vec_dot_bitwise() {
         }
     }
     let mut rng = Lcg::new(1234);
-    for wtype in [WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+    for wtype in [WType::Q4_0, WType::Q4_1, WType::Q5_0, WType::Q5_1, WType::Q8_0] {
         for k in [32usize, 96, 576, 1536] {
             for rows in [1usize, 2, 3, 4, 5, 7, 8, 9, 17] {
                 for scale in [1.0f32, 1e-6] {
@@ -504,6 +541,8 @@ fn avx2_matvec_matches_vec_dot_bitwise() {
                     match wtype {
                         WType::Q4_0 => check::<quant::Q4_0>(&tw, &q, &a, q.q8_0_row(0), &what),
                         WType::Q4_1 => check::<quant::Q4_1>(&tw, &q, &a, q.q8_1_row(0), &what),
+                        WType::Q5_0 => check::<quant::Q5_0>(&tw, &q, &a, q.q8_0_row(0), &what),
+                        WType::Q5_1 => check::<quant::Q5_1>(&tw, &q, &a, q.q8_1_row(0), &what),
                         _ => check::<quant::Q8_0>(&tw, &q, &a, q.q8_0_row(0), &what),
                     }
                 }
@@ -523,7 +562,7 @@ fn matvec_tiny_scales_match_avx2_bitwise() {
     }
     let mut rng = Lcg::new(5);
     let k = 96;
-    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q8_0] {
+    for &wtype in &[WType::Q4_0, WType::Q4_1, WType::Q5_0, WType::Q5_1, WType::Q8_0] {
         for &ws in &[1e-3f32, 1e-5, 1e-6, 1e-7, 1e-9] {
             let tw = TestWeights::with_odd_rows_scaled(wtype, k, 9, &mut rng, ws);
             let w = tw.weights();

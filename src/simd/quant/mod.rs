@@ -1,4 +1,4 @@
-//! ggml's legacy block quantization formats (Q4_0, Q4_1, Q8_0, Q8_1) and half floats, as plain
+//! ggml's legacy block quantization formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1) and half floats, as plain
 //! Rust over slices.
 //!
 //! Each format module has the `#[repr(C)]` block (same size and field offsets as ggml-common.h, so
@@ -10,11 +10,15 @@
 pub mod f16;
 pub mod q4_0;
 pub mod q4_1;
+pub mod q5_0;
+pub mod q5_1;
 pub mod q8_0;
 pub mod q8_1;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
+pub use q5_0::BlockQ5_0;
+pub use q5_1::BlockQ5_1;
 pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
 
@@ -29,6 +33,8 @@ pub mod type_id {
     pub const F16: i32 = 1;
     pub const Q4_0: i32 = 2;
     pub const Q4_1: i32 = 3;
+    pub const Q5_0: i32 = 6;
+    pub const Q5_1: i32 = 7;
     pub const Q8_0: i32 = 8;
     pub const I32: i32 = 26;
 }
@@ -41,6 +47,8 @@ pub enum WType {
     F16,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
     Q8_0,
 }
 
@@ -53,6 +61,8 @@ impl WType {
             t::F16 => Some(WType::F16),
             t::Q4_0 => Some(WType::Q4_0),
             t::Q4_1 => Some(WType::Q4_1),
+            t::Q5_0 => Some(WType::Q5_0),
+            t::Q5_1 => Some(WType::Q5_1),
             t::Q8_0 => Some(WType::Q8_0),
             _ => None,
         }
@@ -62,7 +72,7 @@ impl WType {
     pub const fn block_len(self) -> usize {
         match self {
             WType::F32 | WType::F16 => 1,
-            WType::Q4_0 | WType::Q4_1 | WType::Q8_0 => QK,
+            WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => QK,
         }
     }
 
@@ -73,6 +83,8 @@ impl WType {
             WType::F16 => 2,
             WType::Q4_0 => <Q4_0 as Format>::W::BYTES,
             WType::Q4_1 => <Q4_1 as Format>::W::BYTES,
+            WType::Q5_0 => <Q5_0 as Format>::W::BYTES,
+            WType::Q5_1 => <Q5_1 as Format>::W::BYTES,
             WType::Q8_0 => <Q8_0 as Format>::W::BYTES,
         }
     }
@@ -100,6 +112,8 @@ impl WType {
             },
             WType::Q4_0 => Q4_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q4_1 => Q4_1::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q5_0 => Q5_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q5_1 => Q5_1::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q8_0 => Q8_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
         }
     }
@@ -137,6 +151,10 @@ pub trait Format: 'static {
 pub struct Q4_0;
 /// Marker of the Q4_1 format (weights: `block_q4_1`, activations: Q8_1).
 pub struct Q4_1;
+/// Marker of the Q5_0 format (weights: `block_q5_0`, activations: Q8_0).
+pub struct Q5_0;
+/// Marker of the Q5_1 format (weights: `block_q5_1`, activations: Q8_1).
+pub struct Q5_1;
 /// Marker of the Q8_0 format (weights and activations: `block_q8_0`).
 pub struct Q8_0;
 
@@ -193,6 +211,8 @@ impl ActFormat for ActQ8_1 {
 
 block_format!(Q4_0, q4_0, BlockQ4_0, ActQ8_0);
 block_format!(Q4_1, q4_1, BlockQ4_1, ActQ8_1);
+block_format!(Q5_0, q5_0, BlockQ5_0, ActQ8_0);
+block_format!(Q5_1, q5_1, BlockQ5_1, ActQ8_1);
 block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
@@ -447,6 +467,20 @@ pub(crate) mod x86_util {
         let both = _mm256_broadcastsi128_si256(load_u8x16(qs));
         let v = _mm256_srlv_epi64(both, _mm256_set_epi64x(4, 4, 0, 0));
         _mm256_and_si256(v, _mm256_set1_epi8(0x0F))
+    }
+
+    /// The 5-bit quants of a Q5_0 / Q5_1 block in element order, 0..=31: the nibbles plus 16
+    /// for every set bit of `qh` (ggml's `bytes_from_bits_32`, masked to 0x10).
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn quants5_32(qs: &[u8; 16], qh: &[u8; 4]) -> __m256i {
+        let x32 = u32::from_le_bytes(*qh) as i32;
+        // byte i of the word to bytes 8i..8i+8, then each byte's own bit forced in place
+        let shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+        let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(x32), shuf);
+        let bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+        let set = _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+        _mm256_or_si256(nibbles32(qs), _mm256_and_si256(set, _mm256_set1_epi8(0x10)))
     }
 
     /// Unsigned-by-signed byte products summed in groups of 4, as 8 floats. Exact while each

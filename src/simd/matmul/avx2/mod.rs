@@ -11,7 +11,7 @@ use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32, prefetch_l2};
-use crate::simd::quant::{WType, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use quant::Avx2Tile;
 use std::arch::x86_64::*;
 
@@ -22,13 +22,15 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
     match w.wtype {
         WType::Q4_0 => quant_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
+        WType::Q5_0 => quant_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), dst),
+        WType::Q5_1 => quant_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
     }
 }
 
-/// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations.
+/// Block-format weights against their prepared partner-format activations.
 struct QuantTiles<'a, F: Avx2Tile> {
     w: &'a Weights<'a>,
     a: &'a ActRows<'a, F::A>,
@@ -70,7 +72,7 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
     }
 }
 
-/// Q4_0 / Q4_1 / Q8_0 weights unpacked into a [`quant::Panel`] (batched products).
+/// Block-format weights unpacked into a [`quant::Panel`] (batched products).
 struct PanelTiles<'p, 'a, F: Avx2Tile> {
     panel: &'p quant::Panel<F>,
     /// Weight row of panel row 0.

@@ -18,7 +18,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use crate::simd::quant::x86_util::*;
-use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use std::arch::x86_64::*;
 
 /// A block format ([`Format`]: the block and its activation partner) as ggml-cpu's AVX2
@@ -92,40 +92,51 @@ macro_rules! signed_format {
 }
 signed_format!(Q4_0, BlockQ4_0, false, |w| _mm256_sub_epi8(nibbles32(&w.qs), _mm256_set1_epi8(8)));
 signed_format!(Q8_0, BlockQ8_0, true, |w| load_i8x32(&w.qs));
+// ggml ORs 0xF0 into the nibbles whose fifth bit is clear: q - 16 as a signed byte
+signed_format!(Q5_0, BlockQ5_0, true, |w| _mm256_sub_epi8(quants5_32(&w.qs, &w.qh), _mm256_set1_epi8(16)));
 
-// SAFETY: AVX2-only bodies, see the trait.
-unsafe impl Avx2Tile for Q4_1 {
-    /// The nibbles are unsigned already.
-    type Prep = __m256i;
-    const HAS_MIN: bool = true;
-    const PREFETCH_L2: bool = true;
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prep(w: &BlockQ4_1) -> (Self::Prep, f32, f32) {
-        let dm = halves4(w.d, w.m, 0, 0);
-        // SAFETY: AVX2 by this function's contract.
-        (unsafe { Self::quants(w) }, _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn quants(w: &BlockQ4_1) -> Self::Prep {
-        nibbles32(&w.qs)
-    }
-    #[inline]
-    fn scale_bits(w: &BlockQ4_1) -> u32 {
-        w.d as u32 | (w.m as u32) << 16
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn acts(a: &BlockQ8_1) -> __m256i {
-        load_i8x32(&a.qs)
-    }
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
-        mul_sum_us8_pairs_float(p, a)
-    }
+/// The two formats with unsigned weights and a per-block minimum against Q8_1 activations.
+macro_rules! min_format {
+    ($fmt:ident, $block:ident, |$w:ident| $quants:expr) => {
+        // SAFETY: AVX2-only bodies, see the trait.
+        unsafe impl Avx2Tile for $fmt {
+            /// The quants are unsigned already.
+            type Prep = __m256i;
+            const HAS_MIN: bool = true;
+            const PREFETCH_L2: bool = true;
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn prep(w: &$block) -> (Self::Prep, f32, f32) {
+                let dm = halves4(w.d, w.m, 0, 0);
+                // SAFETY: AVX2 by this function's contract.
+                (unsafe { Self::quants(w) }, _mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn quants($w: &$block) -> Self::Prep {
+                $quants
+            }
+            #[inline]
+            fn scale_bits(w: &$block) -> u32 {
+                w.d as u32 | (w.m as u32) << 16
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn acts(a: &BlockQ8_1) -> __m256i {
+                load_i8x32(&a.qs)
+            }
+            #[inline]
+            #[target_feature(enable = "avx2,fma,f16c")]
+            unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256 {
+                mul_sum_us8_pairs_float(p, a)
+            }
+        }
+    };
 }
+min_format!(Q4_1, BlockQ4_1, |w| nibbles32(&w.qs));
+// ggml's Q5_1 `vec_dot` is Q4_1's with the fifth bits ORed in (`acc = fma(q, dx * dy, acc)`
+// is the same single rounding as Q4_1's `fma(dx * dy, q, acc)`)
+min_format!(Q5_1, BlockQ5_1, |w| quants5_32(&w.qs, &w.qh));
 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]

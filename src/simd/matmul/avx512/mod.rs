@@ -18,7 +18,7 @@ pub(super) mod quant;
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
-use crate::simd::quant::{WType, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use quant::Avx512Tile;
 
 /// Every output of `dst` with the AVX-512 kernels.
@@ -32,6 +32,8 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
         match w.wtype {
             WType::Q4_0 => wide_rows::<Q4_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::Q4_1 => wide_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), &[], dst),
+            WType::Q5_0 => wide_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
+            WType::Q5_1 => wide_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), &[], dst),
             WType::Q8_0 => wide_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::F16 if q.halves => float_rows_avx512(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
             WType::F16 => float_rows_avx512(|i| w.row_f16(i), |j| &q.h_row(j)[..w.k()], dst),
@@ -87,7 +89,7 @@ thread_local! {
 /// The rows of `dst` with the AVX-512 kernels: one activation column streams the weights
 /// through [`quant::matvec`]; batches unpack [`PANEL_ROWS`] rows at a time into a panel
 /// and walk it in tiles of [`WIDE_P`] row pairs x [`WIDE_C`] columns. `off` is the prepared
-/// activations' `vpdpbusd` start values (empty for Q4_1).
+/// activations' `vpdpbusd` start values (empty for Q4_1 and Q5_1).
 ///
 /// # Safety
 /// AVX-512 F/BW/VL/DQ/VNNI must be available (AVX2/FMA/F16C too).

@@ -31,7 +31,7 @@
 use super::super::avx2::quant::Avx2Tile;
 use super::super::acts::ActRows;
 use crate::simd::quant::x86_util::{self, hsum_ps};
-use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use std::arch::x86_64::*;
 
 /// What the 512-bit kernels need from a block format beyond [`Avx2Tile`].
@@ -198,6 +198,79 @@ unsafe impl Avx512Tile for Q8_0 {
         w0.d as u64 | (w1.d as u64) << 16
     }
     const D1_LANE: i32 = 1;
+}
+
+/// Two rows' 32-byte blocks as one register, row 0 in the low half.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+fn join256(lo: __m256i, hi: __m256i) -> __m512i {
+    _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+}
+
+// SAFETY: AVX2 / AVX-512F bodies, see the trait.
+unsafe impl Avx512Tile for Q5_0 {
+    /// The 5-bit quants `q` in 0..=31 stand for `q - 16`.
+    const OFF: i32 = -16;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn bytes(w: &BlockQ5_0) -> __m256i {
+        x86_util::quants5_32(&w.qs, &w.qh)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scale_min(w: &BlockQ5_0) -> (f32, f32) {
+        (_mm_cvtss_f32(halves2(w.d, 0)), 0.0)
+    }
+    #[inline]
+    fn qs(a: &BlockQ8_0) -> &[i8; 32] {
+        &a.qs
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn pair(w0: &BlockQ5_0, w1: &BlockQ5_0) -> __m512i {
+        // SAFETY: AVX2 by this function's contract.
+        unsafe { join256(Self::bytes(w0), Self::bytes(w1)) }
+    }
+    const HIGH_X16: bool = false;
+    #[inline]
+    fn pair_scale_bits(w0: &BlockQ5_0, w1: &BlockQ5_0) -> u64 {
+        w0.d as u64 | (w1.d as u64) << 16
+    }
+    const D1_LANE: i32 = 1;
+}
+
+// SAFETY: AVX2 / AVX-512F bodies, see the trait.
+unsafe impl Avx512Tile for Q5_1 {
+    const OFF: i32 = 0;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn bytes(w: &BlockQ5_1) -> __m256i {
+        x86_util::quants5_32(&w.qs, &w.qh)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn scale_min(w: &BlockQ5_1) -> (f32, f32) {
+        let dm = halves2(w.d, w.m);
+        (_mm_cvtss_f32(dm), _mm_cvtss_f32(_mm_movehdup_ps(dm)))
+    }
+    #[inline]
+    fn qs(a: &BlockQ8_1) -> &[i8; 32] {
+        &a.qs
+    }
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn pair(w0: &BlockQ5_1, w1: &BlockQ5_1) -> __m512i {
+        // SAFETY: AVX2 by this function's contract.
+        unsafe { join256(Self::bytes(w0), Self::bytes(w1)) }
+    }
+    const HIGH_X16: bool = false;
+    #[inline]
+    fn pair_scale_bits(w0: &BlockQ5_1, w1: &BlockQ5_1) -> u64 {
+        let lo = w0.d as u64 | (w0.m as u64) << 16;
+        let hi = w1.d as u64 | (w1.m as u64) << 16;
+        lo | hi << 32
+    }
+    const D1_LANE: i32 = 2;
 }
 
 /// Loads a block's 32 activation bytes (or 8 offsets) into both halves of a register.

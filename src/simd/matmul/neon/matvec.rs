@@ -98,7 +98,10 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
             let (i0, i1) = unsafe { (block_ints::<DOT>(&F::quants(w0), &qa[0]), block_ints::<DOT>(&F::quants(w1), &qa[1])) };
             acc[r][0] = mla_lane::<0>(acc[r][0], vcvtq_f32_s32(i0), scale);
             acc[r][1] = mla_lane::<2>(acc[r][1], vcvtq_f32_s32(i1), scale);
-            if F::HAS_MIN {
+            if F::SPLIT_MIN {
+                // lanes 1 and 3: ggml's `summs0 += m0*s0`, `summs1 += m1*s1`, each fused
+                summs[r] = vfmaq_f32(summs[r], dm, av);
+            } else if F::HAS_MIN {
                 // lane 1: m0 * s0 fused onto m1 * s1 (lane 3 of `scale` rotated down), as
                 // ggml's `summs += m0*s0 + m1*s1`
                 summs[r] = vaddq_f32(summs[r], vfmaq_f32(vextq_f32::<2>(scale, scale), dm, av));
@@ -110,6 +113,9 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
         let mut sumf = vaddvq_f32(acc[r][0]) + vaddvq_f32(acc[r][1]);
         if F::HAS_MIN {
             sumf += vgetq_lane_f32::<1>(summs[r]);
+        }
+        if F::SPLIT_MIN {
+            sumf += vgetq_lane_f32::<3>(summs[r]);
         }
         out[r] = sumf;
     }

@@ -7,7 +7,7 @@ pub(super) mod tiles;
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
-use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use tiles as tile;
 
 /// Every output of `dst` with ggml-cpu's NEON arithmetic, in register tiles of weight rows x
@@ -42,6 +42,8 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
             WType::Q4_0 => return unsafe { matvec::quant_matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
             WType::Q4_1 => return unsafe { matvec::quant_matvec::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
             WType::Q8_0 => return unsafe { matvec::quant_matvec::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q5_0 => return unsafe { matvec::quant_matvec::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q5_1 => return unsafe { matvec::quant_matvec::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
             _ => {}
         }
     }
@@ -49,6 +51,8 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q4_0 => unsafe { quant_rows::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q4_1 => unsafe { quant_rows::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },

@@ -57,7 +57,7 @@
 use super::super::acts::{ActRows, MinSums, MinSumsRow};
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::f16::neon::widen4;
-use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q8_0};
+use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use std::arch::aarch64::*;
 
 /// Whether ggml's `vmlaq_n_f32` block accumulation is taken as fused (see the module docs).
@@ -128,6 +128,11 @@ pub(super) unsafe fn block_ints<const DOT: bool>(w: &[int8x16_t; 2], a: &[int8x1
 pub trait NeonTile: Format {
     /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
     const HAS_MIN: bool;
+    /// Q5_1: ggml keeps the `m * s` sums in two scalar accumulators, `summs0 += m0 * s0` for the
+    /// pairs' first blocks and `summs1 += m1 * s1` for their second (each product fused), and
+    /// ends with `vaddvq(sumv0) + vaddvq(sumv1) + summs0 + summs1`; Q4_1 adds
+    /// `m0 * s0 + m1 * s1` to one sum per pair.
+    const SPLIT_MIN: bool = false;
     /// The weight block as 32 signed bytes (elements 0..16, 16..32).
     fn quants(w: &Self::W) -> [int8x16_t; 2];
     /// The weight block's scale.
@@ -196,6 +201,35 @@ impl NeonTile for Q8_0 {
     }
 }
 
+impl NeonTile for Q5_0 {
+    const HAS_MIN: bool = false;
+    #[inline(always)]
+    fn quants(w: &BlockQ5_0) -> [int8x16_t; 2] {
+        let [lo, hi] = fifth_bits(&w.qh);
+        let raw = load_u8x16(&w.qs);
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        unsafe {
+            let sixteen = vdupq_n_s8(16);
+            let lo = vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0F)), lo);
+            let hi = vorrq_u8(vshrq_n_u8::<4>(raw), hi);
+            [vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen)]
+        }
+    }
+    #[inline(always)]
+    fn scale(w: &BlockQ5_0) -> f32 {
+        fp16_to_fp32(w.d)
+    }
+    #[inline(always)]
+    fn acts(a: &BlockQ8_0) -> [int8x16_t; 2] {
+        load_i8x32(&a.qs)
+    }
+    #[inline(always)]
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, _mw: f32, _sa: f32) -> f32 {
+        // sumf += (dw*da) * sumi
+        (dw * da).mul_add(sumi as f32, sumf)
+    }
+}
+
 impl NeonTile for Q4_1 {
     const HAS_MIN: bool = true;
     #[inline(always)]
@@ -221,6 +255,51 @@ impl NeonTile for Q4_1 {
     fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, mw: f32, sa: f32) -> f32 {
         // sumf += (dw*da)*sumi + mw*sa: clang fuses the first product into the addition
         sumf + (dw * da).mul_add(sumi as f32, mw * sa)
+    }
+}
+
+impl NeonTile for Q5_1 {
+    const HAS_MIN: bool = true;
+    const SPLIT_MIN: bool = true;
+    #[inline(always)]
+    fn quants(w: &BlockQ5_1) -> [int8x16_t; 2] {
+        let [lo, hi] = fifth_bits(&w.qh);
+        let raw = load_u8x16(&w.qs);
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        unsafe { [vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0F)), lo)), vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8::<4>(raw), hi))] }
+    }
+    #[inline(always)]
+    fn scale(w: &BlockQ5_1) -> f32 {
+        fp16_to_fp32(w.d)
+    }
+    #[inline(always)]
+    fn min(w: &BlockQ5_1) -> f32 {
+        fp16_to_fp32(w.m)
+    }
+    #[inline(always)]
+    fn acts(a: &BlockQ8_1) -> [int8x16_t; 2] {
+        load_i8x32(&a.qs)
+    }
+    #[inline(always)]
+    fn tail(sumf: f32, sumi: i32, dw: f32, da: f32, mw: f32, sa: f32) -> f32 {
+        // as Q4_1's: sumf += (dw*da)*sumi + mw*sa
+        sumf + (dw * da).mul_add(sumi as f32, mw * sa)
+    }
+}
+
+/// A Q5 block's fifth bits as 16 in the bytes whose bit is set: elements 0..16, 16..32.
+#[inline(always)]
+fn fifth_bits(qh: &[u8; 4]) -> [uint8x16_t; 2] {
+    const LO: [u8; 16] = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1];
+    const HI: [u8; 16] = [2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3];
+    const BIT: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+    // SAFETY: NEON intrinsics (aarch64 baseline); the tables are 16 readable bytes each.
+    unsafe {
+        // byte j of a half takes bit j of its 16 fifth bits: qh byte j / 8, bit j % 8
+        let word = vreinterpretq_u8_u32(vdupq_n_u32(u32::from_le_bytes(*qh)));
+        let bit = vld1q_u8(BIT.as_ptr());
+        let h = |idx: &[u8; 16]| vandq_u8(vtstq_u8(vqtbl1q_u8(word, vld1q_u8(idx.as_ptr())), bit), vdupq_n_u8(0x10));
+        [h(&LO), h(&HI)]
     }
 }
 
@@ -304,7 +383,8 @@ impl<F: NeonTile> Panel<F> {
     /// pair (7 % of the Q4_1 prompt products' instructions, counted). Each output's operations
     /// are the same, in the same order (an odd last block stays in the tile's tail, as in ggml).
     pub(crate) fn with_min_sums(mut self, a: &ActRows<'_, F::A>, acts: std::ops::Range<usize>) -> Self {
-        if !F::HAS_MIN {
+        // (Q5_1's two sums stay in the tile: its panel rows say MIN_SUMS = false)
+        if !F::HAS_MIN || F::SPLIT_MIN {
             return self;
         }
         let (nb, n) = (self.nb, a.n);
@@ -390,7 +470,7 @@ impl<F: NeonTile> WeightRow<F> for PanelRow<'_> {
         // SAFETY: as prep_at.
         unsafe { self.dm.get_unchecked(b)[1] }
     }
-    const MIN_SUMS: bool = true;
+    const MIN_SUMS: bool = !F::SPLIT_MIN;
     #[inline(always)]
     fn min_sums(&self) -> Option<MinSumsRow<'_>> {
         Some(self.summs)
@@ -427,6 +507,8 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     // [which block of the pair][r][c]
     let mut acc = [[[vdupq_n_f32(0.0); C]; R]; 2];
     let mut summs = [[0f32; C]; R];
+    // Q5_1's sums of the pairs' second blocks
+    let mut summs1 = [[0f32; C]; R];
     // Q4_1 sums of the block pairs already computed for every row (a panel's), or summed below
     if F::HAS_MIN && W::MIN_SUMS {
         for r in 0..R {
@@ -466,8 +548,13 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
                 let (m0, m1) = unsafe { (w[r].min_at(b), w[r].min_at(b + 1)) };
                 for c in 0..C {
                     let (s0, s1) = (sa0[c], sa1[c]);
-                    // summs += m0*s0 + m1*s1, the first product fused into the inner sum
-                    summs[r][c] += m0.mul_add(s0, m1 * s1);
+                    if F::SPLIT_MIN {
+                        summs[r][c] = m0.mul_add(s0, summs[r][c]);
+                        summs1[r][c] = m1.mul_add(s1, summs1[r][c]);
+                    } else {
+                        // summs += m0*s0 + m1*s1, the first product fused into the inner sum
+                        summs[r][c] += m0.mul_add(s0, m1 * s1);
+                    }
                 }
             }
         }
@@ -479,6 +566,9 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
             let mut sumf = vaddvq_f32(acc[0][r][c]) + vaddvq_f32(acc[1][r][c]);
             if F::HAS_MIN {
                 sumf += summs[r][c];
+            }
+            if F::SPLIT_MIN {
+                sumf += summs1[r][c];
             }
             out[r][c] = sumf;
         }
