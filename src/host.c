@@ -48,7 +48,8 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_gallocr_reserve_n)              \
     X(P##ggml_gallocr_alloc_graph)            \
     X(P##ggml_gallocr_get_buffer_size)        \
-    X(P##ggml_backend_alloc_ctx_tensors)
+    X(P##ggml_backend_alloc_ctx_tensors)      \
+    X(P##ggml_get_type_traits_cpu)
 
 #define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
 #define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;

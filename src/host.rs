@@ -131,6 +131,45 @@ pub struct CoreFns<R: Rev> {
     pub tensor_overhead: Option<unsafe extern "C" fn() -> usize>,
     pub graph_overhead_custom: Option<unsafe extern "C" fn(usize, bool) -> usize>,
     pub alloc_ctx_tensors: Option<unsafe extern "C" fn(*mut c_void, *mut Backend<R>) -> *mut Buffer<R>>,
+    /// ggml-cpu's `ggml_get_type_traits_cpu` (returns `const struct ggml_type_traits_cpu *`,
+    /// whose first field is `from_float` in every revision).
+    pub type_traits_cpu: Option<unsafe extern "C" fn(i32) -> *const Option<FromFloat>>,
+}
+
+/// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`.
+pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
+
+/// The host ggml-cpu's own quantizer of activations to Q8_K (`quantize_row_q8_K`), or `None`
+/// without ggml-cpu. The SIMD backend's K-quant products use it so that their activations are
+/// rounded as stock's are: ggml's reference quantizer is plain C whose `iscale * x + 1.5 * 2^23`
+/// a compiler may fuse into one FMA or not (GCC with `-mfma` does, clang does not), so no single
+/// Rust rounding matches every host build.
+#[derive(Clone, Copy, Debug)]
+pub struct HostQ8K(FromFloat);
+
+impl HostQ8K {
+    /// Quantizes `src` (`dst.len() * 256` values) with the host's function.
+    pub fn quantize(self, src: &[f32], dst: &mut [crate::simd::quant::BlockQ8K]) {
+        assert_eq!(src.len(), dst.len() * crate::simd::quant::q8_k::QK_K, "HostQ8K::quantize: length mismatch");
+        // SAFETY: `from_float` of ggml's Q8_K reads `k` floats and writes `k / 256` block_q8_K,
+        // which BlockQ8K mirrors byte for byte (292 bytes, repr(C)); both slices hold that many.
+        unsafe { (self.0)(src.as_ptr(), dst.as_mut_ptr() as *mut c_void, src.len() as i64) }
+    }
+}
+
+/// [`HostQ8K`] of revision `R`'s host, looked up once.
+pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
+    /// `GGML_TYPE_Q8_K`, numbered alike in every revision.
+    const Q8_K: i32 = 15;
+    static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+    *FOUND.get::<R, _>(|| {
+        let f = host::<R>().core().type_traits_cpu?;
+        // SAFETY: the host's ggml_get_type_traits_cpu returns a pointer into its static table for
+        // any type id below GGML_TYPE_COUNT; its first field is the from_float pointer (or NULL).
+        let traits = unsafe { f(Q8_K) };
+        // SAFETY: non-null pointers from that table are valid for reads of the first field.
+        (!traits.is_null()).then(|| unsafe { *traits }).flatten().map(HostQ8K)
+    })
 }
 
 /// `struct ggml_init_params`.
@@ -167,6 +206,7 @@ impl<R: Rev> CoreFns<R> {
             tensor_overhead: f!("ggml_tensor_overhead"),
             graph_overhead_custom: f!("ggml_graph_overhead_custom"),
             alloc_ctx_tensors: f!("ggml_backend_alloc_ctx_tensors"),
+            type_traits_cpu: f!("ggml_get_type_traits_cpu"),
         }
     }
 }

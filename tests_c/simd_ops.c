@@ -60,7 +60,7 @@ static bool on_node(int i, tensor_t * t1, tensor_t * t2, void * ud) {
     if (getenv("SIMD_OPS_VERBOSE") && num > 0) {
         for (size_t k = 0; k < n; k++) {
             double x = to_f64(t1, a, k), y = to_f64(t2, b, k);
-            if (x != y) { fprintf(stderr, "  %s: first difference at element %zu: %.9g vs %.9g\n", s->name, k, x, y); break; }
+            if (x != y) { fprintf(stderr, "  %s: difference at element %zu: %.9g vs %.9g\n", s->name, k, x, y); if (atoi(getenv("SIMD_OPS_VERBOSE")) < 2) break; }
         }
     }
     if (!(nmse <= s->threshold)) {
@@ -196,6 +196,30 @@ int main(void) {
         snprintf(name, sizeof name, "mul_mat %s broadcast, permuted src1", wnames[w]);
         check(name, c, G(mul_mat)(c, a, b), bitwise_or(w == 0 ? EXACT : MATMUL));
     }
+    /* K-quants: rows of whole 256-value super-blocks (odd row counts, decoding, batches, a
+       broadcast over heads), subnormal super-scales */
+    {
+        enum G(type) ktypes[] = { C(TYPE_Q4_K), C(TYPE_Q6_K) };
+        const char * knames[] = { "q4_K", "q6_K" };
+        int64_t kshapes[][4] = { {256, 7, 1, 1}, {640, 0, 0, 0}, {768, 33, 17, 1}, {2048, 40, 64, 1}, {512, 9, 5, 2}, {256, 16, 3, 1} };
+        for (int w = 0; w < 2; w++) {
+            for (int s = 0; s < 6; s++) {
+                if (kshapes[s][1] == 0) continue; /* (640: not whole super-blocks; Gemma 3 270M keeps those in Q5_0) */
+                ctx_t * c = new_ctx();
+                tensor_t * a = t4(c, ktypes[w], kshapes[s][0], kshapes[s][1], kshapes[s][3], 1);
+                tensor_t * b = t4(c, C(TYPE_F32), kshapes[s][0], kshapes[s][2], kshapes[s][3] * 2, 1);
+                snprintf(name, sizeof name, "mul_mat %s k=%lld m=%lld n=%lld", knames[w], (long long) kshapes[s][0], (long long) kshapes[s][1], (long long) kshapes[s][2]);
+                check(name, c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
+            }
+            quant_fill_scale = 1e-6f;
+            ctx_t * c = new_ctx();
+            tensor_t * a = t4(c, ktypes[w], 512, 9, 1, 1);
+            tensor_t * b = t4(c, C(TYPE_F32), 512, 5, 1, 1);
+            snprintf(name, sizeof name, "mul_mat %s subnormal scales", knames[w]);
+            check(name, c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
+            quant_fill_scale = 1.0f;
+        }
+    }
     /* block formats with subnormal half scales (values ~1e-6), and an odd row count */
     for (int w = 2; w < n_wtypes; w++) {
         quant_fill_scale = 1e-6f;
@@ -313,12 +337,15 @@ int main(void) {
         GB(buffer_free)(buf);
         G(free)(c);
     }
-    for (int w = 0; w < n_wtypes; w++) {
+    for (int w = 0; w < n_wtypes + 2; w++) {
+        /* the legacy formats, then Q4_K and Q6_K (rows of one 256-value super-block) */
+        enum G(type) ty = w < n_wtypes ? wtypes[w] : (w == n_wtypes ? C(TYPE_Q4_K) : C(TYPE_Q6_K));
+        const char * tyname = w < n_wtypes ? wnames[w] : (w == n_wtypes ? "q4_K" : "q6_K");
         ctx_t * c = new_ctx();
-        tensor_t * a = t4(c, wtypes[w], 64, 20, 1, 1);
+        tensor_t * a = t4(c, ty, w < n_wtypes ? 64 : 256, 20, 1, 1);
         tensor_t * idx = G(new_tensor_1d)(c, C(TYPE_I32), 5);
         tensor_t * r = G(get_rows)(c, a, idx);
-        snprintf(name, sizeof name, "get_rows %s", wnames[w]);
+        snprintf(name, sizeof name, "get_rows %s", tyname);
         n_cases++;
         struct G(cgraph) * g = G(new_graph)(c);
         G(build_forward_expand)(g, r);
@@ -383,8 +410,15 @@ int main(void) {
 #else
     const int EXPECTED_DECLINED = 0;
 #endif
-    if (n_declined != EXPECTED_DECLINED) {
-        fprintf(stderr, "simd_ops: %d cases declined by SIMD, expected %d\n", n_declined, EXPECTED_DECLINED);
+#if defined(__aarch64__)
+    /* the K-quant products (5 shapes and the subnormal case, Q4_K and Q6_K) have no NEON kernels
+       yet: SIMD declines them there and ggml-cpu computes them */
+    const int expected_declined = EXPECTED_DECLINED + 12;
+#else
+    const int expected_declined = EXPECTED_DECLINED;
+#endif
+    if (n_declined != expected_declined) {
+        fprintf(stderr, "simd_ops: %d cases declined by SIMD, expected %d\n", n_declined, expected_declined);
         n_failed++;
     }
 

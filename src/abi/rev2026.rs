@@ -70,7 +70,7 @@ macro_rules! rev_2026 {
             const ALLOC_HONOURS_MAX_SIZE: bool = true;
             // ggml-cpu/ops.cpp: norm_f32 calls ggml_vec_sum_f32 + ggml_vec_cvar_f32, and ROPE's
             // normal mode goes through rotate_pairs<float>, vectorized in place too
-            const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true };
+            const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
             // ggml_op_can_inplace: FILL, SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD_ID, ADD1, SUB,
             // MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, ROPE_BACK, SILU_BACK, RMS_NORM, RMS_NORM_BACK,

@@ -8,6 +8,7 @@
 
 use super::view::Raw;
 use crate::abi::{vtable::obj, CpuOrder, Rev, Tensor, UNARY_GELU, UNARY_SILU};
+use crate::host::HostQ8K;
 
 /// A graph node's operation, as the kernels see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +95,9 @@ pub struct Node {
     /// The float order of the revision's ggml-cpu where revisions differ (`R::CPU_ORDER`): the
     /// kernels follow it to stay bit-identical to the ggml-cpu they run beside.
     pub order: CpuOrder,
+    /// The host ggml-cpu's Q8_K quantizer, which the K-quant products quantize their
+    /// activations with (see [`HostQ8K`]); `None` without ggml-cpu.
+    pub q8k: Option<HostQ8K>,
 }
 
 impl Node {
@@ -101,7 +105,7 @@ impl Node {
         let mut params = [0; 16];
         let n = params.len().min(t.op_params.len());
         params[..n].copy_from_slice(&t.op_params[..n]);
-        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params, order: R::CPU_ORDER }
+        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params, order: R::CPU_ORDER, q8k: crate::host::host_q8k::<R>() }
     }
 
     /// Source `i` (present: `supports` checked it before `compute` runs).

@@ -8,7 +8,8 @@
 
 use super::operands::Acts;
 use crate::simd::cpu_features::{simd_level, SimdLevel};
-use crate::simd::quant::{self, q8_0, q8_1, BlockQ8_0, BlockQ8_1, QuantBlock, WType, QK};
+use crate::host::HostQ8K;
+use crate::simd::quant::{self, q8_0, q8_1, q8_k, BlockQ8K, BlockQ8_0, BlockQ8_1, QuantBlock, WType, QK};
 
 /// Activation rows in a partner format: `n` rows of `nb` blocks (row-major), and the blocks'
 /// scales (and Q8_1 sums) as f32 stored block-major (`[b * n + j]`), so a tile reads the scales
@@ -90,6 +91,7 @@ pub(super) enum QKind {
     F16,
     Q8_0,
     Q8_1,
+    Q8K,
 }
 
 /// Whether F16 products at `level` with rows of `k` elements read their activations as half
@@ -150,6 +152,10 @@ fn offsets(blocks: impl Iterator<Item = [i8; 32]>, off: i32, out: &mut Vec<[i32;
 pub struct QuantizedActs {
     pub(super) q8_0: Vec<BlockQ8_0>,
     pub(super) q8_1: Vec<BlockQ8_1>,
+    /// Q8_K blocks for the K-quant weights, row-major (`[j * nb + b]`).
+    pub(super) q8k: Vec<BlockQ8K>,
+    /// The host's Q8_K quantizer, used for `q8k` when set (see [`HostQ8K`]).
+    pub host_q8k: Option<HostQ8K>,
     /// Block scales (and Q8_1 sums) as f32, block-major (`[b * n + j]`) for the tile kernels.
     pub(super) d: Vec<f32>,
     pub(super) s: Vec<f32>,
@@ -185,6 +191,8 @@ impl QuantizedActs {
         QuantizedActs {
             q8_0: Vec::new(),
             q8_1: Vec::new(),
+            q8k: Vec::new(),
+            host_q8k: None,
             d: Vec::new(),
             s: Vec::new(),
             h: Vec::new(),
@@ -277,6 +285,17 @@ impl QuantizedActs {
                     offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
+            WType::Q4K | WType::Q6K => {
+                assert!(k.is_multiple_of(q8_k::QK_K), "k = {k} is not a multiple of {}", q8_k::QK_K);
+                self.kind = QKind::Q8K;
+                let nb = k / q8_k::QK_K;
+                self.q8k.resize(nb * n, BlockQ8K::default());
+                let host = self.host_q8k;
+                rows(&mut self.q8k, nb, n, par, |j, out| match host {
+                    Some(h) => h.quantize(acts.row(j), out),
+                    None => q8_k::quantize_row(acts.row(j), out),
+                });
+            }
             WType::Q4_1 | WType::Q5_1 => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_1;
@@ -301,7 +320,7 @@ impl QuantizedActs {
         fn bytes<T>(v: &Vec<T>) -> usize {
             v.capacity() * std::mem::size_of::<T>()
         }
-        let n = bytes(&self.q8_0) + bytes(&self.q8_1) + bytes(&self.d) + bytes(&self.s) + bytes(&self.h);
+        let n = bytes(&self.q8_0) + bytes(&self.q8_1) + bytes(&self.q8k) + bytes(&self.d) + bytes(&self.s) + bytes(&self.h);
         let n = n + bytes(&self.hb);
         #[cfg(target_arch = "x86_64")]
         let n = n + bytes(&self.off);
@@ -323,6 +342,17 @@ impl QuantizedActs {
     pub(super) fn q8_1_row(&self, j: usize) -> &[BlockQ8_1] {
         let nb = self.k / QK;
         &self.q8_1[j * nb..(j + 1) * nb]
+    }
+
+    pub(super) fn q8k_row(&self, j: usize) -> &[BlockQ8K] {
+        let nb = self.k / q8_k::QK_K;
+        &self.q8k[j * nb..(j + 1) * nb]
+    }
+
+    /// The Q8_K rows as the K-quant tiles read them (scales are in the blocks).
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+    pub(super) fn k_rows(&self) -> ActRows<'_, BlockQ8K> {
+        ActRows { blocks: &self.q8k, d: &[], s: &[], nb: self.k / q8_k::QK_K, n: self.n }
     }
 
     pub(super) fn h_row(&self, j: usize) -> &[f32] {

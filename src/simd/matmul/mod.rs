@@ -58,8 +58,8 @@ use acts::QKind;
 use operands::check_shapes;
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
-use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q5_0, q5_1, q8_0};
-use crate::simd::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0};
+use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q4_k, q5_0, q5_1, q6_k, q8_0};
+use crate::simd::quant::{BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8_0};
 
 pub use crate::simd::quant::WType;
 
@@ -71,11 +71,20 @@ impl WType {
     pub const fn gemm_min_batch(self) -> usize {
         match self {
             WType::F32 => 8,
-            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => 16,
+            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 | WType::Q4K | WType::Q6K => 16,
         }
     }
 }
 
+
+impl WType {
+    /// Whether `level` has kernels in ggml-cpu's order for these weights, so MUL_MAT can take
+    /// them: everything but the K-quants on NEON, whose ggml-cpu kernels (and, with dotprod or
+    /// i8mm, its repacked layouts) are not reproduced yet.
+    pub fn has_tiles_at(self, level: SimdLevel) -> bool {
+        !(matches!(self, WType::Q4K | WType::Q6K) && clamp_level(level) == SimdLevel::Neon)
+    }
+}
 
 /// f32 dot product (8-lane portable / AVX2+FMA with 4 accumulators).
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
@@ -157,6 +166,7 @@ pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &Qu
         WType::F16 => q.check(QKind::F16, acts),
         WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => q.check(QKind::Q8_0, acts),
         WType::Q4_1 | WType::Q5_1 => q.check(QKind::Q8_1, acts),
+        WType::Q4K | WType::Q6K => q.check(QKind::Q8K, acts),
     }
     // Dispatch once per call, not per dot product: the whole loop is compiled with the level's
     // target features so the dot kernels inline into it.
@@ -189,7 +199,7 @@ fn for_each_output<R>(dst: &mut DstView<'_>, row: impl Fn(usize) -> R, dot: impl
 }
 
 /// The portable dot-product kernel (ggml's scalar `vec_dot`s); the SIMD levels use tiles.
-fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+pub(super) fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     match w.wtype {
         WType::F32 => for_each_output(dst, |i| w.row_f32(i), |wr, j| dot_f32_portable(wr, acts.row(j))),
         WType::F16 => for_each_output(dst, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),
@@ -198,5 +208,7 @@ fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst
         WType::Q5_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5_0>(w.row(i)), |wr, j| q5_0::vec_dot_portable(wr, q.q8_0_row(j))),
         WType::Q5_1 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5_1>(w.row(i)), |wr, j| q5_1::vec_dot_portable(wr, q.q8_1_row(j))),
         WType::Q8_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
+        WType::Q4K => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4K>(w.row(i)), |wr, j| q4_k::vec_dot_portable(wr, q.q8k_row(j))),
+        WType::Q6K => for_each_output(dst, |i| blocks_from_bytes::<BlockQ6K>(w.row(i)), |wr, j| q6_k::vec_dot_portable(wr, q.q8k_row(j))),
     }
 }

@@ -26,6 +26,8 @@ pub struct Weights<'a> {
     /// `wtype.row_bytes(k)`, computed once: the tile walkers look rows up per tile, and the
     /// division in `row_bytes` showed in profiles (~1.6% of whisper's instructions)
     row_bytes: usize,
+    /// Q6_K: the 2026 revision's lane split of the offset (`CpuOrder::q6k_offset_per_subblock`).
+    pub(super) q6k_per_subblock: bool,
 }
 
 impl<'a> Weights<'a> {
@@ -49,7 +51,14 @@ impl<'a> Weights<'a> {
             rows == 0 || ((data.as_ptr() as usize).is_multiple_of(a) && (rows == 1 || row_stride.is_multiple_of(a))),
             "weights: rows must be {a}-byte aligned"
         );
-        Weights { data, wtype, k, row_stride, rows, row_bytes: rb }
+        Weights { data, wtype, k, row_stride, rows, row_bytes: rb, q6k_per_subblock: false }
+    }
+
+    /// The same weights, computed in the float order of the revision `order` describes (where
+    /// ggml-cpu's kernels for this type differ between revisions).
+    pub fn in_order(mut self, order: crate::abi::CpuOrder) -> Self {
+        self.q6k_per_subblock = order.q6k_offset_per_subblock;
+        self
     }
 
     pub fn wtype(&self) -> WType {

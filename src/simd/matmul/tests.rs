@@ -75,6 +75,17 @@ impl TestWeights {
                     q5_1::dequantize_row_at(SimdLevel::Portable, &b, out);
                     put(row, &b);
                 }
+                // random super-blocks (ggml's K quantizers are not ported; the kernels read any)
+                WType::Q4K => {
+                    let b = crate::simd::quant::q4_k::random_blocks(rng, k / 256, f);
+                    crate::simd::quant::q4_k::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q6K => {
+                    let b = crate::simd::quant::q6_k::random_blocks(rng, k / 256, f);
+                    crate::simd::quant::q6_k::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
                 WType::Q8_0 => {
                     let mut b = vec![BlockQ8_0::default(); k / QK];
                     q8_0::quantize_row_at(SimdLevel::Portable, &src, &mut b);
@@ -241,6 +252,32 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
                         }
                         v += h(bx.d) * h(by.d) * si as f64 + h(bx.m) * h(by.s);
                         m += (h(bx.d) * h(by.d)).abs() * sa as f64 + (h(bx.m) * h(by.s)).abs();
+                    }
+                }
+                WType::Q4K => {
+                    use crate::simd::quant::{q4_k, BlockQ4K};
+                    let wr: &[BlockQ4K] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8k_row(j)) {
+                        let qv = q4_k::quants(bx);
+                        let (d, dmin, da) = (h(bx.d), h(bx.dmin), by.scale() as f64);
+                        for e in 0..256 {
+                            let (sc, mn) = q4_k::scale_min(e / 32, &bx.scales);
+                            let t = (d * sc as f64 * qv[e] as f64 - dmin * mn as f64) * da * by.qs[e] as f64;
+                            v += t;
+                            m += t.abs();
+                        }
+                    }
+                }
+                WType::Q6K => {
+                    use crate::simd::quant::{q6_k, BlockQ6K};
+                    let wr: &[BlockQ6K] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8k_row(j)) {
+                        let qv = q6_k::quants(bx);
+                        for e in 0..256 {
+                            let t = h(bx.d) * bx.scales[e / 16] as f64 * (qv[e] as f64 - 32.0) * by.scale() as f64 * by.qs[e] as f64;
+                            v += t;
+                            m += t.abs();
+                        }
                     }
                 }
                 WType::Q8_0 => {

@@ -23,6 +23,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let Some(w) = WType::from_ggml(a.ty) else { return false };
+    if !w.has_tiles_at(simd_level()) {
+        return false;
+    }
     let elem_b = match b.ty {
         F32 => 4,
         F16 => 2,
@@ -58,6 +61,18 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
                 q8_0::dequantize_row(&blocks, row);
             }
         }),
+        WType::Q4K | WType::Q6K => {
+            use crate::simd::quant::{q8_k, BlockQ8K};
+            let mut blocks = vec![BlockQ8K::default(); k / q8_k::QK_K];
+            for row in rows.chunks_exact_mut(k) {
+                q8_k::quantize_row(row, &mut blocks);
+                for (b, out) in blocks.iter().zip(row.chunks_exact_mut(q8_k::QK_K)) {
+                    for (o, &q) in out.iter_mut().zip(&b.qs) {
+                        *o = b.scale() * q as f32;
+                    }
+                }
+            }
+        }
         WType::Q4_1 | WType::Q5_1 => ROUND_Q8_1.with(|b| {
             let mut blocks = b.borrow_mut();
             blocks.resize(k / 32, BlockQ8_1::default());
@@ -148,11 +163,7 @@ fn query_group(w: WType, a: Raw, b: Raw, d: Raw) -> usize {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
-    mul_mat(s, n.dst, n.src(0), n.src(1))
-}
-
-pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
-    product(s, d, a, b, None)
+    product(s, n, n.dst, n.src(0), n.src(1), None)
 }
 
 /// [`mul_mat`] (node `n`) followed by the softmax whose only input it is (`then`, the rows of
@@ -161,14 +172,16 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
 /// of scores (128 KiB) are also still in the thread's cache then, whisper's (4.5 MB) are not.
 /// Chunks of whole rows only; other products run the softmax after them.
 pub fn mul_mat_softmax(s: &Session, n: &Node, then: &super::softmax::Rows) -> bool {
-    product(s, n.dst, n.src(0), n.src(1), Some(then))
+    product(s, n, n.dst, n.src(0), n.src(1), Some(then))
 }
 
 /// `then`: see [`mul_mat_softmax`].
-fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Rows>) -> bool {
+/// `n` is the MUL_MAT node (its revision's float order); `d = a . b` the product computed.
+fn product(s: &Session, n: &Node, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Rows>) -> bool {
+    let (order, host_q8k) = (n.order, n.q8k);
     // the softmax after the whole product, when its rows cannot follow the chunks
     let softmax_after = |then: Option<&super::softmax::Rows>| then.is_none_or(|t| super::for_rows(s, d.nrows(), d.nelements(), |r| t.row(r, None)));
-    if let Some(p) = streamed::Streamed::new(d, a, b) {
+    if let Some(p) = streamed::Streamed::new(d, a, b, order, host_q8k) {
         return streamed::compute(s, p) && softmax_after(then);
     }
     let w = WType::from_ggml(a.ty).expect("checked by supports");
@@ -237,7 +250,7 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
     let weights_of = |bi: usize| -> Weights<'_> {
         let (i2, i3) = batches[bi];
         let off = a.offset(0, 0, i2 / r2, i3 / r3);
-        Weights::new(a.bytes_at(off, (m - 1) * a.nb[1] + w.row_bytes(k)), w, k, a.nb[1], m)
+        Weights::new(a.bytes_at(off, (m - 1) * a.nb[1] + w.row_bytes(k)), w, k, a.nb[1], m).in_order(order)
     };
 
     // activations in the weights' partner format, prepared once per batch (rows spread over the
@@ -248,6 +261,7 @@ fn product(s: &Session, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Ro
     if matmul::needs_quantized_acts(w, rows_per) {
         quantized.resize_with(quantized.len().max(batches.len()), QuantizedActs::new);
         for (bi, q) in quantized.iter_mut().enumerate().take(batches.len()) {
+            q.host_q8k = host_q8k;
             q.prepare_par(simd_level(), w, &acts_of(bi), &|rows, f| {
                 prepared.set(super::for_rows(s, rows, rows * k, f) && prepared.get());
             });

@@ -10,10 +10,13 @@
 pub mod f16;
 pub mod q4_0;
 pub mod q4_1;
+pub mod q4_k;
 pub mod q5_0;
 pub mod q5_1;
 pub mod q8_0;
 pub mod q8_1;
+pub mod q8_k;
+pub mod q6_k;
 
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
@@ -21,6 +24,9 @@ pub use q5_0::BlockQ5_0;
 pub use q5_1::BlockQ5_1;
 pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
+pub use q4_k::BlockQ4K;
+pub use q6_k::BlockQ6K;
+pub use q8_k::BlockQ8K;
 
 use crate::simd::cpu_features::SimdLevel;
 
@@ -36,6 +42,8 @@ pub mod type_id {
     pub const Q5_0: i32 = 6;
     pub const Q5_1: i32 = 7;
     pub const Q8_0: i32 = 8;
+    pub const Q4_K: i32 = 12;
+    pub const Q6_K: i32 = 14;
     pub const I32: i32 = 26;
 }
 
@@ -50,6 +58,8 @@ pub enum WType {
     Q5_0,
     Q5_1,
     Q8_0,
+    Q4K,
+    Q6K,
 }
 
 impl WType {
@@ -64,6 +74,8 @@ impl WType {
             t::Q5_0 => Some(WType::Q5_0),
             t::Q5_1 => Some(WType::Q5_1),
             t::Q8_0 => Some(WType::Q8_0),
+            t::Q4_K => Some(WType::Q4K),
+            t::Q6_K => Some(WType::Q6K),
             _ => None,
         }
     }
@@ -73,6 +85,7 @@ impl WType {
         match self {
             WType::F32 | WType::F16 => 1,
             WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => QK,
+            WType::Q4K | WType::Q6K => q8_k::QK_K,
         }
     }
 
@@ -86,6 +99,8 @@ impl WType {
             WType::Q5_0 => <Q5_0 as Format>::W::BYTES,
             WType::Q5_1 => <Q5_1 as Format>::W::BYTES,
             WType::Q8_0 => <Q8_0 as Format>::W::BYTES,
+            WType::Q4K => <Q4K as Format>::W::BYTES,
+            WType::Q6K => <Q6K as Format>::W::BYTES,
         }
     }
 
@@ -115,6 +130,8 @@ impl WType {
             WType::Q5_0 => Q5_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q5_1 => Q5_1::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q8_0 => Q8_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q4K => Q4K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q6K => Q6K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
         }
     }
 }
@@ -157,6 +174,10 @@ pub struct Q5_0;
 pub struct Q5_1;
 /// Marker of the Q8_0 format (weights and activations: `block_q8_0`).
 pub struct Q8_0;
+/// Marker of the Q4_K format (weights: `block_q4_K`, activations: Q8_K).
+pub struct Q4K;
+/// Marker of the Q6_K format (weights: `block_q6_K`, activations: Q8_K).
+pub struct Q6K;
 
 macro_rules! block_format {
     ($fmt:ident, $module:ident, $block:ident, $acts:ident) => {
@@ -188,6 +209,17 @@ pub trait ActFormat {
 }
 /// Marker of the Q8_0 activation format.
 pub struct ActQ8_0;
+/// Marker of the Q8_K activation format (the K-quants' partner).
+pub struct ActQ8K;
+impl ActFormat for ActQ8K {
+    type Block = BlockQ8K;
+    fn quantize_row_at(_level: SimdLevel, x: &[f32], out: &mut [BlockQ8K]) {
+        q8_k::quantize_row(x, out)
+    }
+    fn scale_sum(b: &BlockQ8K) -> (f32, f32) {
+        (b.scale(), 0.0)
+    }
+}
 /// Marker of the Q8_1 activation format (Q8_0 plus each block's sum).
 pub struct ActQ8_1;
 impl ActFormat for ActQ8_0 {
@@ -214,6 +246,8 @@ block_format!(Q4_1, q4_1, BlockQ4_1, ActQ8_1);
 block_format!(Q5_0, q5_0, BlockQ5_0, ActQ8_0);
 block_format!(Q5_1, q5_1, BlockQ5_1, ActQ8_1);
 block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
+block_format!(Q4K, q4_k, BlockQ4K, ActQ8K);
+block_format!(Q6K, q6_k, BlockQ6K, ActQ8K);
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///

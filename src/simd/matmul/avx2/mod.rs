@@ -3,6 +3,7 @@
 
 pub(super) mod float;
 pub(super) mod heads;
+pub(super) mod kquant;
 mod matvec;
 pub(super) mod quant;
 
@@ -11,7 +12,7 @@ use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32, prefetch_l2};
-use crate::simd::quant::{WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+use crate::simd::quant::{WType, Q4K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use quant::Avx2Tile;
 use std::arch::x86_64::*;
 
@@ -24,6 +25,9 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q5_0 => quant_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q5_1 => quant_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), dst),
+        WType::Q4K => k_rows::<Q4K>(w, &q.k_rows(), dst),
+        WType::Q6K if w.q6k_per_subblock => k_rows::<kquant::Q6K>(w, &q.k_rows(), dst),
+        WType::Q6K => k_rows::<kquant::Q6KPerPair>(w, &q.k_rows(), dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
@@ -70,6 +74,38 @@ impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatT
     fn act_row_bytes(&self) -> usize {
         FloatTiles::act_row_bytes(self)
     }
+}
+
+/// K-quant weights against their Q8_K activations.
+struct KTiles<'a, F: kquant::Avx2KTile> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, crate::simd::quant::BlockQ8K>,
+    _f: std::marker::PhantomData<F>,
+}
+
+impl<'q, F: kquant::Avx2KTile> Tiles for KTiles<'q, F> {
+    type Row = &'q [F::W];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [F::W] {
+        blocks_from_bytes::<F::W>(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks the shapes.
+        unsafe { kquant::k_tile::<F, R, C>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.row_bytes()
+    }
+}
+
+/// K-quant weights (Q4_K, Q6_K) in ggml's AVX2 order; the AVX-512 level runs this too.
+#[inline(never)] // as quant_rows
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn k_rows<F: kquant::Avx2KTile>(w: &Weights<'_>, a: &ActRows<'_, crate::simd::quant::BlockQ8K>, dst: &mut DstView<'_>) {
+    // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+    unsafe { walk_tiles(&KTiles::<F> { w, a, _f: std::marker::PhantomData }, dst) }
 }
 
 /// Block-format weights unpacked into a [`quant::Panel`] (batched products).

@@ -53,6 +53,9 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+        // No NEON K-quant tiles yet: MUL_MAT declines these weights on this level
+        // (`WType::has_tiles_at`), so only the kernel tests come here (the portable order).
+        WType::Q4K | WType::Q6K => super::mul_mat_vec_portable(w, acts, q, dst),
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },

@@ -18,6 +18,8 @@ use crate::simd::cpu_features::simd_level;
 use crate::simd::matmul::{self, Acts, DstView, QuantizedActs, Weights};
 use crate::simd::op::{Node, Op};
 use crate::simd::pool::share;
+use crate::abi::CpuOrder;
+use crate::host::HostQ8K;
 use crate::simd::quant::WType;
 use crate::simd::view::{alias, Alias, F32};
 use parking_lot::Mutex;
@@ -30,16 +32,20 @@ pub struct Streamed {
     a: Raw,
     b: Raw,
     d: Raw,
+    /// The revision's float order (the node's).
+    order: CpuOrder,
+    /// The node's host Q8_K quantizer.
+    q8k: Option<HostQ8K>,
 }
 
 impl Streamed {
     /// The product `d = a . b` if it is streamed: one weight matrix (not empty), one packed F32
     /// activation row, the exact dot-product kernels (not sgemm). `supports` must hold.
-    pub fn new(d: Raw, a: Raw, b: Raw) -> Option<Streamed> {
+    pub fn new(d: Raw, a: Raw, b: Raw, order: CpuOrder, q8k: Option<HostQ8K>) -> Option<Streamed> {
         let w = WType::from_ggml(a.ty)?;
         let one_row = b.ne[1] == 1 && b.ne[2] == 1 && b.ne[3] == 1;
         let ok = one_row && b.ty == F32 && b.nb[0] == 4 && a.ne[2] == 1 && a.ne[3] == 1 && a.ne[0] > 0 && a.ne[1] > 0 && !matmul::use_gemm(w, 1);
-        ok.then_some(Streamed { w, a, b, d })
+        ok.then_some(Streamed { w, a, b, d, order, q8k })
     }
 
     /// [`Self::new`] of a MUL_MAT node.
@@ -47,7 +53,7 @@ impl Streamed {
         if n.op != Op::MulMat {
             return None;
         }
-        Streamed::new(n.dst, n.src[0]?, n.src[1]?)
+        Streamed::new(n.dst, n.src[0]?, n.src[1]?, n.order, n.q8k)
     }
 
     fn rows(&self) -> usize {
@@ -63,7 +69,7 @@ impl Streamed {
     /// The weights (a view of the tensor's bytes, which outlive the computation).
     fn weights<'a>(self) -> Weights<'a> {
         let (k, m) = (self.a.ne[0], self.rows());
-        Weights::new(self.a.bytes_at(0, (m - 1) * self.a.nb[1] + self.w.row_bytes(k)), self.w, k, self.a.nb[1], m)
+        Weights::new(self.a.bytes_at(0, (m - 1) * self.a.nb[1] + self.w.row_bytes(k)), self.w, k, self.a.nb[1], m).in_order(self.order)
     }
 }
 
@@ -100,6 +106,7 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
     let converted = std::cell::Cell::new(true);
     if matmul::needs_quantized_acts(first.w, 1) {
         // (one row of a few thousand values: `for_rows` converts it on this thread)
+        q.host_q8k = first.q8k;
         q.prepare_par(simd_level(), first.w, &acts, &|rows, f| converted.set(for_rows(s, rows, rows * k, f) && converted.get()));
     }
     if !converted.get() {
@@ -306,7 +313,7 @@ mod tests {
     fn product(w: usize, k: usize, m: usize, b: Raw, d: Raw) -> Streamed {
         let row = k / 32 * 34;
         let a = Raw { data: (0x10_0000 + w) as *mut u8, ne: [k, m, 1, 1], nb: [34, row, row * m, row * m], ty: type_id::Q8_0 };
-        Streamed::new(d, a, b).expect("a streamed product")
+        Streamed::new(d, a, b, CpuOrder::default(), None).expect("a streamed product")
     }
 
     /// Which later products are computed with the first: those of the same activation row,
@@ -362,7 +369,7 @@ mod tests {
         let a = raw(&mut none, type_id::Q8_0, 34, 32, [k, 0, 1]);
         let mut out: Vec<f32> = Vec::new();
         let d = raw(&mut out, F32, 4, 1, [0, 1, 1]);
-        assert!(Streamed::new(d, a, b).is_none());
+        assert!(Streamed::new(d, a, b, CpuOrder::default(), None).is_none());
         let pool = Pool::new(2);
         assert!(super::super::mul_mat(&pool.session(), d, a, b));
     }
@@ -387,7 +394,7 @@ mod tests {
                 for i in 0..rows.len() {
                     let a = raw(&mut weights[i], ty, elem, block, [k, rows[i], 1]);
                     assert!(super::super::mul_mat(&s, raw(&mut want[i], F32, 4, 1, [rows[i], 1, 1]), a, b));
-                    ps.push(Streamed::new(raw(&mut got[i], F32, 4, 1, [rows[i], 1, 1]), a, b).unwrap());
+                    ps.push(Streamed::new(raw(&mut got[i], F32, 4, 1, [rows[i], 1, 1]), a, b, CpuOrder::default(), None).unwrap());
                 }
                 let later: Vec<Later> = ps[1..].iter().enumerate().map(|(i, p)| Later { index: 5 + i, dst: p.d, product: Some(*p) }).collect();
                 let mut ahead = Ahead::default();

@@ -1,0 +1,399 @@
+//! Tiles of K-quant products (Q4_K, Q6_K weights against Q8_K activations) in exactly
+//! ggml-cpu's AVX2 float order.
+//!
+//! ggml's AVX2 `vec_dot_q4_K_q8_K` / `vec_dot_q6_K_q8_K` sum each 256-value super-block into
+//! eight i32 lanes (lane `m` holds the products of elements `4m..4m + 4` of every 32-value
+//! group, each times its sub-block scale; Q6_K then subtracts `32 * scale * bsum` pairs, lane
+//! `m` taking sub-blocks `2m` and `2m + 1`), converts them to float and adds them into one
+//! 8-lane accumulator with `fma(y.d * x.d, lanes, acc)`. Q4_K's minimums go to a 4-lane
+//! accumulator, `fma(-y.d * x.dmin, mins . bsum pairs, acc_m)`. The result is
+//! `hsum_float_8(acc) (+ (m0 + m2) + (m1 + m3))`. The integer lane sums are exact, so only
+//! their grouping must match; the float operations are ggml's, one for one. As in `quant`, an
+//! `R x C` tile of outputs is computed together: each weight super-block is unpacked once for
+//! the tile's `C` activation rows.
+//!
+//! The AVX-512 level runs these kernels too (ggml-cpu has no AVX-512 K-quant code).
+//! Everything here needs AVX2, FMA and F16C; callers dispatch through `cpu_features`.
+
+// Register tiles index accumulators and unpacked blocks with the same row and column numbers.
+#![allow(clippy::needless_range_loop)]
+
+use super::super::acts::ActRows;
+use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::quant::q8_k::BlockQ8K;
+use crate::simd::quant::x86_util::hsum_ps;
+use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, QuantBlock, Q4K};
+
+/// Q6_K in the 2026 revision's order.
+pub type Q6K = Q6KOrder<true>;
+use std::arch::x86_64::*;
+
+/// A K-quant format as ggml-cpu's AVX2 `vec_dot` sees it.
+///
+/// # Safety
+/// The methods use AVX2 instructions: call them only on a CPU that has AVX2, FMA and F16C.
+pub unsafe trait Avx2KTile: 'static {
+    /// The weight block.
+    type W: QuantBlock;
+    /// A super-block unpacked once for every activation column of a tile.
+    type Prep: Copy;
+    /// Q4_K's sub-block minimums (`acc_m`).
+    const HAS_MIN: bool;
+    unsafe fn prep(w: &Self::W) -> Self::Prep;
+    /// The super-scales as f32: `d` and (Q4_K) `dmin`.
+    fn scales(w: &Self::W) -> (f32, f32);
+    /// The super-block's eight exact i32 lanes (see the module doc).
+    unsafe fn ints(p: &Self::Prep, a: &BlockQ8K) -> __m256i;
+    /// Q4_K: the four i32 lanes of `mins . bsum pairs`.
+    unsafe fn min_ints(p: &Self::Prep, a: &BlockQ8K) -> __m128i;
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn load32(p: &[i8]) -> __m256i {
+    assert!(p.len() >= 32);
+    // SAFETY: 32 readable bytes (asserted); loadu has no alignment requirement.
+    unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn load32u(p: &[u8]) -> __m256i {
+    assert!(p.len() >= 32);
+    // SAFETY: as load32.
+    unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
+}
+
+/// `bsums` as 16 i16.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn bsums(a: &BlockQ8K) -> __m256i {
+    // SAFETY: bsums is 16 i16 = 32 readable bytes.
+    unsafe { _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i) }
+}
+
+/// Q4_K unpacked: the eight 32-value groups' nibbles as bytes, each group's scale broadcast as
+/// i16, and the eight minimums as i16.
+#[derive(Clone, Copy)]
+pub struct Q4KPrep {
+    q: [__m256i; 8],
+    sc: [__m256i; 8],
+    mins: __m128i,
+}
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl Avx2KTile for Q4K {
+    type W = BlockQ4K;
+    type Prep = Q4KPrep;
+    const HAS_MIN: bool = true;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ4K) -> Q4KPrep {
+        let m4 = _mm256_set1_epi8(0x0F);
+        let mut q = [_mm256_setzero_si256(); 8];
+        let mut sc = [_mm256_setzero_si256(); 8];
+        let mut mins = [0i16; 8];
+        for j in 0..4 {
+            let bits = load32u(&w.qs[32 * j..]);
+            q[2 * j] = _mm256_and_si256(bits, m4);
+            q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
+        }
+        for s in 0..8 {
+            let (d, m) = q4_k::scale_min(s, &w.scales);
+            sc[s] = _mm256_set1_epi16(d as i16);
+            mins[s] = m as i16;
+        }
+        // SAFETY: mins is 8 i16 = 16 readable bytes.
+        Q4KPrep { q, sc, mins: unsafe { _mm_loadu_si128(mins.as_ptr() as *const __m128i) } }
+    }
+    #[inline]
+    fn scales(w: &BlockQ4K) -> (f32, f32) {
+        (fp16_to_fp32(w.d), fp16_to_fp32(w.dmin))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: &Q4KPrep, a: &BlockQ8K) -> __m256i {
+        let mut sumi = _mm256_setzero_si256();
+        for g in 0..8 {
+            // nibble times quant fits i16 pairwise (15 * 128 * 2), then times the 6-bit scale
+            let p16 = _mm256_maddubs_epi16(p.q[g], load32(&a.qs[32 * g..]));
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p.sc[g], p16));
+        }
+        sumi
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn min_ints(p: &Q4KPrep, a: &BlockQ8K) -> __m128i {
+        let s = bsums(a);
+        // pairs of 16-value sums: the eight 32-value groups' sums, as ggml's `hadd`
+        let q8s = _mm_hadd_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+        _mm_madd_epi16(p.mins, q8s)
+    }
+}
+
+/// Q6_K unpacked: the eight 32-value groups' 6-bit quants as bytes, each group's two sub-block
+/// scales as i16 (lanes 0..8 and 8..16), and all sixteen scales as i16 (for the `32 * bsum`
+/// correction).
+#[derive(Clone, Copy)]
+pub struct Q6KPrep {
+    q: [__m256i; 8],
+    sc: [__m256i; 8],
+    sc16: __m256i,
+}
+
+/// Q6_K in one revision's lane split of the offset (`CpuOrder::q6k_offset_per_subblock`):
+/// [`Q6K`] is the 2026 one.
+pub struct Q6KOrder<const PER_SUBBLOCK: bool>;
+/// Q6_K as ggml-cpu computes it before 2026.
+pub type Q6KPerPair = Q6KOrder<false>;
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl<const PER_SUBBLOCK: bool> Avx2KTile for Q6KOrder<PER_SUBBLOCK> {
+    type W = BlockQ6K;
+    type Prep = Q6KPrep;
+    const HAS_MIN: bool = false;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ6K) -> Q6KPrep {
+        let (m3, m15) = (_mm256_set1_epi8(3), _mm256_set1_epi8(15));
+        let mut q = [_mm256_setzero_si256(); 8];
+        let mut sc = [_mm256_setzero_si256(); 8];
+        for j in 0..2 {
+            let b1 = load32u(&w.ql[64 * j..]);
+            let b2 = load32u(&w.ql[64 * j + 32..]);
+            let bh = load32u(&w.qh[32 * j..]);
+            let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(bh, m3));
+            let h1 = _mm256_slli_epi16::<2>(_mm256_and_si256(bh, _mm256_set1_epi8(12)));
+            let h2 = _mm256_and_si256(bh, _mm256_set1_epi8(48));
+            let h3 = _mm256_srli_epi16::<2>(_mm256_and_si256(bh, _mm256_set1_epi8(-64)));
+            q[4 * j] = _mm256_or_si256(_mm256_and_si256(b1, m15), h0);
+            q[4 * j + 1] = _mm256_or_si256(_mm256_and_si256(b2, m15), h1);
+            q[4 * j + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(b1), m15), h2);
+            q[4 * j + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16::<4>(b2), m15), h3);
+        }
+        for g in 0..8 {
+            let (lo, hi) = (w.scales[2 * g] as i16, w.scales[2 * g + 1] as i16);
+            sc[g] = _mm256_setr_epi16(lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi);
+        }
+        // SAFETY: scales is 16 readable bytes.
+        let sc16 = _mm256_cvtepi8_epi16(unsafe { _mm_loadu_si128(w.scales.as_ptr() as *const __m128i) });
+        Q6KPrep { q, sc, sc16 }
+    }
+    #[inline]
+    fn scales(w: &BlockQ6K) -> (f32, f32) {
+        (fp16_to_fp32(w.d), 0.0)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: &Q6KPrep, a: &BlockQ8K) -> __m256i {
+        let mut sumi = _mm256_setzero_si256();
+        for g in 0..8 {
+            let q8 = load32(&a.qs[32 * g..]);
+            // 6-bit quant times quant fits i16 pairwise (63 * 128 * 2)
+            let mut p16 = _mm256_maddubs_epi16(p.q[g], q8);
+            if !PER_SUBBLOCK {
+                // before 2026: the offset per byte pair, 32 * (q8 + q8'), before the scale
+                p16 = _mm256_sub_epi16(p16, _mm256_maddubs_epi16(_mm256_set1_epi8(32), q8));
+            }
+            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p.sc[g], p16));
+        }
+        if PER_SUBBLOCK {
+            // 2026: the quants stand for q - 32, so subtract 32 * scale * bsum, sub-block pairs
+            // per lane
+            sumi = _mm256_sub_epi32(sumi, _mm256_slli_epi32::<5>(_mm256_madd_epi16(bsums(a), p.sc16)));
+        }
+        sumi
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn min_ints(_p: &Q6KPrep, _a: &BlockQ8K) -> __m128i {
+        _mm_setzero_si128()
+    }
+}
+
+/// Outputs `(r, c)` of rows `w[r]` with activation rows `c0 + c`, each in ggml's AVX2 order
+/// (module doc).
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available. (Shapes are checked.)
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[F::W]; R], a: &ActRows<'_, BlockQ8K>, c0: usize) -> [[f32; C]; R] {
+    let nb = a.nb;
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
+    let mut acc = [[_mm256_setzero_ps(); C]; R];
+    let mut acc_m = [[_mm_setzero_ps(); C]; R];
+    for b in 0..nb {
+        // SAFETY (prep, ints, min_ints): AVX2 by this function's contract.
+        let prep: [F::Prep; R] = std::array::from_fn(|r| unsafe { F::prep(&w[r][b]) });
+        let sc: [(f32, f32); R] = std::array::from_fn(|r| F::scales(&w[r][b]));
+        for c in 0..C {
+            let ab = &a.blocks[(c0 + c) * nb + b];
+            let da = ab.scale();
+            for r in 0..R {
+                let sumi = unsafe { F::ints(&prep[r], ab) };
+                // ggml: d = y.d * x.d; dmin = -y.d * x.dmin
+                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(da * sc[r].0), _mm256_cvtepi32_ps(sumi), acc[r][c]);
+                if F::HAS_MIN {
+                    let prod = unsafe { F::min_ints(&prep[r], ab) };
+                    acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(-da * sc[r].1), _mm_cvtepi32_ps(prod), acc_m[r][c]);
+                }
+            }
+        }
+    }
+    let mut out = [[0f32; C]; R];
+    for r in 0..R {
+        for c in 0..C {
+            out[r][c] = hsum_ps(acc[r][c]);
+            if F::HAS_MIN {
+                let m = acc_m[r][c];
+                let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+                out[r][c] += _mm_cvtss_f32(m);
+            }
+        }
+    }
+    out
+}
+
+/// ggml's `vec_dot` for one K-quant row pair (`R = C = 1`): the reference the tests hold the
+/// tiles to.
+#[cfg(test)]
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn k_dot<F: Avx2KTile>(w: &[F::W], a: &[BlockQ8K]) -> f32 {
+    let rows = ActRows { blocks: a, d: &[], s: &[], nb: a.len(), n: 1 };
+    // SAFETY: same requirements as this function.
+    unsafe { k_tile::<F, 1, 1>([w], &rows, 0)[0][0] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::simd::cpu_features::{available_levels, SimdLevel};
+    use crate::simd::quant::test_util::Lcg;
+    use crate::simd::quant::{q6_k, q8_k};
+
+    /// ggml's AVX2 `vec_dot` written out lane by lane in scalar code: eight exact i32 lanes per
+    /// super-block (lane `m`: elements `4m..4m + 4` of every 32-value group, times the scale of
+    /// the group's sub-block `m / 4`... per format), `acc[m] = fma(y.d * x.d, lane, acc[m])`,
+    /// Q4_K's four minimum lanes likewise, then ggml's horizontal sums.
+    fn model(lanes: &[([i32; 8], [i32; 4], f32, f32)]) -> f32 {
+        let mut acc = [0f32; 8];
+        let mut acc_m = [0f32; 4];
+        for &(ints, mins, d, dmin) in lanes {
+            for m in 0..8 {
+                acc[m] = d.mul_add(ints[m] as f32, acc[m]);
+            }
+            for m in 0..4 {
+                acc_m[m] = dmin.mul_add(mins[m] as f32, acc_m[m]);
+            }
+        }
+        let s4: [f32; 4] = std::array::from_fn(|i| acc[i + 4] + acc[i]);
+        let hs = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+        hs + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]))
+    }
+
+    fn acts(rng: &mut Lcg, nb: usize) -> Vec<BlockQ8K> {
+        let x: Vec<f32> = (0..nb * q8_k::QK_K).map(|i| if i % 97 == 0 { 30.0 } else { rng.next_gauss() }).collect();
+        let mut a = vec![BlockQ8K::default(); nb];
+        q8_k::quantize_row(&x, &mut a);
+        a
+    }
+
+    /// Before 2026 the offset is taken out per byte pair, so lane `m` holds exactly the products
+    /// `scale * (q - 32) * q8` of its elements.
+    #[test]
+    fn q6_k_per_pair_matches_ggml_avx2_model() {
+        if !available_levels().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        let mut rng = Lcg::new(60);
+        for nb in [1usize, 2, 3, 8] {
+            let w = q6_k::random_blocks(&mut rng, nb, 1.0);
+            let a = acts(&mut rng, nb);
+            let lanes: Vec<_> = w
+                .iter()
+                .zip(&a)
+                .map(|(x, y)| {
+                    let q = q6_k::quants(x);
+                    let mut ints = [0i32; 8];
+                    for e in 0..256 {
+                        ints[(e % 32) / 4] += x.scales[e / 16] as i32 * (q[e] as i32 - 32) * y.qs[e] as i32;
+                    }
+                    (ints, [0; 4], y.scale() * fp16_to_fp32(x.d), 0.0)
+                })
+                .collect();
+            // SAFETY: AVX2 was detected.
+            let got = unsafe { k_dot::<Q6KPerPair>(&w, &a) };
+            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+        }
+    }
+
+    #[test]
+    fn q6_k_matches_ggml_avx2_model() {
+        if !available_levels().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        let mut rng = Lcg::new(61);
+        for nb in [1usize, 2, 3, 8] {
+            let w = q6_k::random_blocks(&mut rng, nb, 1.0);
+            let a = acts(&mut rng, nb);
+            let lanes: Vec<_> = w
+                .iter()
+                .zip(&a)
+                .map(|(x, y)| {
+                    let q = q6_k::quants(x);
+                    // the unsigned quants' products per lane, less 32 * scale * bsum of the
+                    // sub-blocks 2m and 2m + 1 (how ggml splits the offset over the lanes)
+                    let mut ints = [0i32; 8];
+                    for e in 0..256 {
+                        ints[(e % 32) / 4] += x.scales[e / 16] as i32 * q[e] as i32 * y.qs[e] as i32;
+                    }
+                    for m in 0..8 {
+                        ints[m] -= 32 * (0..2).map(|h| x.scales[2 * m + h] as i32 * y.bsums[2 * m + h] as i32).sum::<i32>();
+                    }
+                    (ints, [0; 4], y.scale() * fp16_to_fp32(x.d), 0.0)
+                })
+                .collect();
+            // SAFETY: AVX2 was detected.
+            let got = unsafe { k_dot::<Q6K>(&w, &a) };
+            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+        }
+    }
+
+    #[test]
+    fn q4_k_matches_ggml_avx2_model() {
+        if !available_levels().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        let mut rng = Lcg::new(62);
+        for nb in [1usize, 2, 3, 8] {
+            let w = q4_k::random_blocks(&mut rng, nb, 1.0);
+            let a = acts(&mut rng, nb);
+            let lanes: Vec<_> = w
+                .iter()
+                .zip(&a)
+                .map(|(x, y)| {
+                    let q = q4_k::quants(x);
+                    let mut ints = [0i32; 8];
+                    for e in 0..256 {
+                        ints[(e % 32) / 4] += q4_k::scale_min(e / 32, &x.scales).0 as i32 * q[e] as i32 * y.qs[e] as i32;
+                    }
+                    let mins: [i32; 4] = std::array::from_fn(|m| {
+                        (0..2).map(|h| {
+                            let s = 2 * m + h;
+                            q4_k::scale_min(s, &x.scales).1 as i32 * (y.bsums[2 * s] as i32 + y.bsums[2 * s + 1] as i32)
+                        }).sum()
+                    });
+                    (ints, mins, y.scale() * fp16_to_fp32(x.d), -y.scale() * fp16_to_fp32(x.dmin))
+                })
+                .collect();
+            // SAFETY: AVX2 was detected.
+            let got = unsafe { k_dot::<Q4K>(&w, &a) };
+            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+        }
+    }
+}
