@@ -314,8 +314,13 @@ fn half_accumulation(level: SimdLevel, wtype: WType) -> bool {
 /// (type, k) group: a single output can be arbitrarily close to zero, which makes a
 /// per-output NMSE meaningless for rows = n = 1.
 fn check_all(ks: &[usize], rows_list: &[usize], ns: &[usize]) {
+    check_types(&TYPES, ks, rows_list, ns)
+}
+
+/// [`check_all`] for the weight types `types`.
+fn check_types(types: &[WType], ks: &[usize], rows_list: &[usize], ns: &[usize]) {
     let mut rng = Lcg::new(99);
-    for &wtype in &TYPES {
+    for &wtype in types {
         let quantized = !matches!(wtype, WType::F32 | WType::F16);
         for &k in ks {
             let levels = available_levels();
@@ -376,6 +381,12 @@ fn check_all(ks: &[usize], rows_list: &[usize], ns: &[usize]) {
 #[test]
 fn mul_mat_matches_reference_small() {
     check_all(&[64, 576], &[1, 7, 33], &[1, 3, 17]);
+}
+
+/// The K-quants (rows of whole 256-value super-blocks) on every level and path.
+#[test]
+fn k_quants_match_reference() {
+    check_types(&[WType::Q4K, WType::Q6K], &[256, 768], &[1, 7, 33], &[1, 3, 17]);
 }
 
 #[test]

@@ -163,7 +163,14 @@ fn query_group(w: WType, a: Raw, b: Raw, d: Raw) -> usize {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
-    product(s, n, n.dst, n.src(0), n.src(1), None)
+    product(s, n.order, n.q8k, n.dst, n.src(0), n.src(1), None)
+}
+
+/// `d = a . b` in the order before 2026, activations quantized by the Rust quantizers (the
+/// ops' tests).
+#[cfg(test)]
+pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
+    product(s, crate::abi::CpuOrder::default(), None, d, a, b, None)
 }
 
 /// [`mul_mat`] (node `n`) followed by the softmax whose only input it is (`then`, the rows of
@@ -172,13 +179,13 @@ pub fn compute(s: &Session, n: &Node) -> bool {
 /// of scores (128 KiB) are also still in the thread's cache then, whisper's (4.5 MB) are not.
 /// Chunks of whole rows only; other products run the softmax after them.
 pub fn mul_mat_softmax(s: &Session, n: &Node, then: &super::softmax::Rows) -> bool {
-    product(s, n, n.dst, n.src(0), n.src(1), Some(then))
+    product(s, n.order, n.q8k, n.dst, n.src(0), n.src(1), Some(then))
 }
 
 /// `then`: see [`mul_mat_softmax`].
-/// `n` is the MUL_MAT node (its revision's float order); `d = a . b` the product computed.
-fn product(s: &Session, n: &Node, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Rows>) -> bool {
-    let (order, host_q8k) = (n.order, n.q8k);
+/// `d = a . b` in the float order `order` of the node's revision, K-quant activations quantized
+/// by `host_q8k` when the host has it.
+fn product(s: &Session, order: crate::abi::CpuOrder, host_q8k: Option<crate::host::HostQ8K>, d: Raw, a: Raw, b: Raw, then: Option<&super::softmax::Rows>) -> bool {
     // the softmax after the whole product, when its rows cannot follow the chunks
     let softmax_after = |then: Option<&super::softmax::Rows>| then.is_none_or(|t| super::for_rows(s, d.nrows(), d.nelements(), |r| t.row(r, None)));
     if let Some(p) = streamed::Streamed::new(d, a, b, order, host_q8k) {
