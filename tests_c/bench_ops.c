@@ -50,7 +50,12 @@ static void fill_random(struct G(context) * ctx) {
             if (t->type == C(TYPE_F16)) for (size_t i = 1; i < n; i += 2) b[i] &= 0x3b;
             else {
                 size_t bs = G(type_size)(t->type);
-                for (size_t i = 0; i + bs <= n; i += bs) { b[i + 1] = 0x20; if (t->type == C(TYPE_Q4_1)) b[i + 3] = 0x20; }
+                for (size_t i = 0; i + bs <= n; i += bs) {
+                    b[i + 1] = 0x20;
+                    /* the second half (Q4_1/Q5_1's minimum, Q4_K's dmin); Q6_K's scale is last */
+                    if (t->type == C(TYPE_Q4_1) || t->type == C(TYPE_Q5_1) || t->type == C(TYPE_Q4_K)) b[i + 3] = 0x20;
+                    if (t->type == C(TYPE_Q6_K)) { b[i + 1] = (unsigned char) s; b[i + bs - 1] = 0x20; }
+                }
             }
         }
         GB(tensor_set)(t, b, 0, n);
@@ -131,6 +136,22 @@ int main(int argc, char ** argv) {
                 snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", wt[w].n, (long long) shapes[s][1], (long long) shapes[s][0], batches[b]);
                 bench(name, c, G(mul_mat)(c, a, x));
             }
+    /* the formats of Gemma 3 270M Q4_K_M (Q5_0 projections and FFN up/gate, Q6_K / Q4_K FFN down,
+       Q8_0 output) and of whisper base q5_1 (its encoder's products at 1500 frames) */
+    {   struct { enum G(type) t; const char * n; int64_t k, m; int batch; } q[] = {
+            { C(TYPE_Q5_0), "q5_0", 640, 2048, 1 }, { C(TYPE_Q5_0), "q5_0", 640, 2048, 128 },
+            { C(TYPE_Q6_K), "q6_K", 2048, 640, 1 }, { C(TYPE_Q6_K), "q6_K", 2048, 640, 128 },
+            { C(TYPE_Q4_K), "q4_K", 2048, 640, 1 }, { C(TYPE_Q4_K), "q4_K", 2048, 640, 128 },
+            { C(TYPE_Q8_0), "q8_0", 640, 32768, 1 },
+            { C(TYPE_Q5_1), "q5_1", 512, 2048, 1500 }, { C(TYPE_Q5_1), "q5_1", 2048, 512, 1500 },
+        };
+        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+            struct G(context) * c = new_ctx();
+            tensor_t * a = G(new_tensor_2d)(c, q[i].t, q[i].k, q[i].m);
+            tensor_t * x = G(new_tensor_2d)(c, C(TYPE_F32), q[i].k, q[i].batch);
+            snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", q[i].n, (long long) q[i].m, (long long) q[i].k, q[i].batch);
+            bench(name, c, G(mul_mat)(c, a, x));
+        } }
     /* whisper's attention products (tiny-random: 2 heads of 64, 1500 frames) and its decoder's
        F16 output product, laid out as whisper.cpp builds them */
     {   struct G(context) * c = new_ctx();

@@ -224,6 +224,23 @@ pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut acc_m = [[_mm_setzero_ps(); C]; R];
     for b in 0..nb {
+        if C == 1 {
+            // one column (decoding): each super-block unpacked and used at once, in registers
+            let ab = &a.blocks[c0 * nb + b];
+            let da = ab.scale();
+            for r in 0..R {
+                // SAFETY (prep, ints, min_ints): AVX2 by this function's contract.
+                let p = unsafe { F::prep(&w[r][b]) };
+                let (dw, mw) = F::scales(&w[r][b]);
+                let sumi = unsafe { F::ints(&p, ab) };
+                acc[r][0] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi), acc[r][0]);
+                if F::HAS_MIN {
+                    let prod = unsafe { F::min_ints(&p, ab) };
+                    acc_m[r][0] = _mm_fmadd_ps(_mm_set1_ps(-da * mw), _mm_cvtepi32_ps(prod), acc_m[r][0]);
+                }
+            }
+            continue;
+        }
         // SAFETY (prep, ints, min_ints): AVX2 by this function's contract.
         let prep: [F::Prep; R] = std::array::from_fn(|r| unsafe { F::prep(&w[r][b]) });
         let sc: [(f32, f32); R] = std::array::from_fn(|r| F::scales(&w[r][b]));
