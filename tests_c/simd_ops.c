@@ -410,13 +410,7 @@ int main(void) {
 #else
     const int EXPECTED_DECLINED = 0;
 #endif
-#if defined(__aarch64__)
-    /* the K-quant products (5 shapes and the subnormal case, Q4_K and Q6_K) have no NEON kernels
-       yet: SIMD declines them there and ggml-cpu computes them */
-    const int expected_declined = EXPECTED_DECLINED + (getenv("GGML_RS_SIMD_PORTABLE") ? 0 : 12);
-#else
     const int expected_declined = EXPECTED_DECLINED;
-#endif
     if (n_declined != expected_declined) {
         fprintf(stderr, "simd_ops: %d cases declined by SIMD, expected %d\n", n_declined, expected_declined);
         n_failed++;

@@ -77,15 +77,6 @@ impl WType {
 }
 
 
-impl WType {
-    /// Whether `level` has kernels in ggml-cpu's order for these weights, so MUL_MAT can take
-    /// them: everything but the K-quants on NEON, whose ggml-cpu kernels (and, with dotprod or
-    /// i8mm, its repacked layouts) are not reproduced yet.
-    pub fn has_tiles_at(self, level: SimdLevel) -> bool {
-        !(matches!(self, WType::Q4K | WType::Q6K) && clamp_level(level) == SimdLevel::Neon)
-    }
-}
-
 /// f32 dot product (8-lane portable / AVX2+FMA with 4 accumulators).
 pub fn dot_f32(a: &[f32], b: &[f32]) -> f32 {
     dot_f32_at(simd_level(), a, b)
@@ -199,7 +190,7 @@ fn for_each_output<R>(dst: &mut DstView<'_>, row: impl Fn(usize) -> R, dot: impl
 }
 
 /// The portable dot-product kernel (ggml's scalar `vec_dot`s); the SIMD levels use tiles.
-pub(super) fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     match w.wtype {
         WType::F32 => for_each_output(dst, |i| w.row_f32(i), |wr, j| dot_f32_portable(wr, acts.row(j))),
         WType::F16 => for_each_output(dst, |i| w.row_f16(i), |wr, j| quant::f16::dot_f16_f32_portable(wr, acts.row(j))),

@@ -23,9 +23,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let Some(w) = WType::from_ggml(a.ty) else { return false };
-    if !w.has_tiles_at(simd_level()) {
-        return false;
-    }
     let elem_b = match b.ty {
         F32 => 4,
         F16 => 2,

@@ -1,6 +1,7 @@
 //! The NEON tile family: `tiles` (the block formats' [`NeonTile`](tiles::NeonTile)s, integer and
 //! float tiles, with and without `sdot` / FEAT_FP16), and here their entry points.
 
+mod kquant;
 mod matvec;
 pub(super) mod tiles;
 
@@ -53,9 +54,8 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
-        // No NEON K-quant tiles yet: MUL_MAT declines these weights on this level
-        // (`WType::has_tiles_at`), so only the kernel tests come here (the portable order).
-        WType::Q4K | WType::Q6K => super::mul_mat_vec_portable(w, acts, q, dst),
+        WType::Q4K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        WType::Q6K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q6K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
@@ -138,6 +138,30 @@ impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
         // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
         // columns j..j + C exist and that the rows hold a.nb blocks.
         unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.row_bytes()
+    }
+}
+
+/// K-quant weights against their Q8_K activations (`kquant`), `sdot` when `DOT`.
+struct KTiles<'a, F: kquant::NeonKTile, const DOT: bool> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, crate::simd::quant::BlockQ8K>,
+    _f: std::marker::PhantomData<F>,
+}
+
+impl<'q, F: kquant::NeonKTile, const DOT: bool> Tiles for KTiles<'q, F, DOT> {
+    type Row = &'q [F::W];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [F::W] {
+        blocks_from_bytes::<F::W>(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: dotprod when DOT, by this function's contract; the kernel checks the shapes.
+        unsafe { kquant::k_tile::<F, DOT, R, C>(w, self.a, j) }
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {

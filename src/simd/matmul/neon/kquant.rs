@@ -1,0 +1,153 @@
+//! K-quant products (Q4_K, Q6_K weights against Q8_K activations) in ggml-cpu's NEON order.
+//!
+//! ggml's NEON `vec_dot_q4_K_q8_K` / `vec_dot_q6_K_q8_K` reduce every 256-value super-block to
+//! exact integer totals (`vaddvq` of its dot products, times the sub-block scales) and fold them
+//! into one scalar `sumf` in a fixed order, each step one fused operation as clang contracts it:
+//! - Q4_K: `sumf -= dmin * P` then `sumf += d * S`, with `d = y.d * x.d`,
+//!   `dmin = y.d * x.dmin`, `P` the minimums times the pairs of 16-value sums, `S` the scaled
+//!   nibble products;
+//! - Q6_K: `sum += d_all * y.d * I`, `I` the scaled products of the quants less 32 times the
+//!   scaled sums (`isum - 32 * isum_mins`).
+//!
+//! Every revision (llama.rn 0.4.4, whisper.rn 0.4.3, the 2026 packages) has these formulas. Only
+//! totals reach the floats, so any exact integer method gives ggml's answer: `sdot` where the
+//! CPU has it, widening multiplies elsewhere. Not covered (results only close): the i8mm builds'
+//! two-row path and ggml's repacked layouts, which keep these weights away from the SIMD device
+//! anyway (`docs/simd.md`).
+
+use super::tiles::block_ints;
+use crate::simd::matmul::acts::ActRows;
+use crate::simd::quant::f16::fp16_to_fp32;
+use crate::simd::quant::q8_k::BlockQ8K;
+use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, Format, Q4K, Q6K};
+use std::arch::aarch64::*;
+
+/// A K-quant format as ggml-cpu's NEON `vec_dot` sees it.
+pub(crate) trait NeonKTile: Format<A = BlockQ8K> {
+    /// A super-block unpacked once for every activation column of a tile.
+    type Prep: Copy;
+    fn prep(w: &Self::W) -> Self::Prep;
+    /// `sumf` after this super-block (see the module doc).
+    ///
+    /// # Safety
+    /// With `DOT`, the CPU must have the dot product extension.
+    unsafe fn step<const DOT: bool>(sumf: f32, p: &Self::Prep, a: &BlockQ8K) -> f32;
+}
+
+/// The exact dot product of 32 quants with 32 activation bytes (both as signed bytes).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn dot32<const DOT: bool>(q: &[int8x16_t; 2], a: &[i8]) -> i32 {
+    assert!(a.len() >= 32);
+    // SAFETY: 32 readable bytes (asserted); DOT passed on from this function's contract.
+    unsafe { vaddvq_s32(block_ints::<DOT>(q, &[vld1q_s8(a.as_ptr()), vld1q_s8(a.as_ptr().add(16))])) }
+}
+
+/// Q4_K unpacked: the eight 32-value sub-blocks' nibbles, scales and minimums, `d` and `dmin`.
+#[derive(Clone, Copy)]
+pub(crate) struct Q4KPrep {
+    q: [[int8x16_t; 2]; 8],
+    sc: [i32; 8],
+    mins: [i32; 8],
+    d: f32,
+    dmin: f32,
+}
+
+impl NeonKTile for Q4K {
+    type Prep = Q4KPrep;
+    #[inline(always)]
+    fn prep(w: &BlockQ4K) -> Q4KPrep {
+        // SAFETY: NEON intrinsics (aarch64 baseline); each load reads 16 of the 128 quant bytes.
+        let q = unsafe {
+            let m4 = vdupq_n_u8(0x0F);
+            let mut q = [[vdupq_n_s8(0); 2]; 8];
+            for j in 0..4 {
+                let b0 = vld1q_u8(w.qs.as_ptr().add(32 * j));
+                let b1 = vld1q_u8(w.qs.as_ptr().add(32 * j + 16));
+                q[2 * j] = [vreinterpretq_s8_u8(vandq_u8(b0, m4)), vreinterpretq_s8_u8(vandq_u8(b1, m4))];
+                q[2 * j + 1] = [vreinterpretq_s8_u8(vshrq_n_u8::<4>(b0)), vreinterpretq_s8_u8(vshrq_n_u8::<4>(b1))];
+            }
+            q
+        };
+        let sm: [(u8, u8); 8] = std::array::from_fn(|s| q4_k::scale_min(s, &w.scales));
+        Q4KPrep { q, sc: sm.map(|x| x.0 as i32), mins: sm.map(|x| x.1 as i32), d: fp16_to_fp32(w.d), dmin: fp16_to_fp32(w.dmin) }
+    }
+    #[inline(always)]
+    unsafe fn step<const DOT: bool>(sumf: f32, p: &Q4KPrep, a: &BlockQ8K) -> f32 {
+        let da = a.scale();
+        let (d, dmin) = (da * p.d, da * p.dmin);
+        let prod: i32 = (0..8).map(|k| p.mins[k] * (a.bsums[2 * k] as i32 + a.bsums[2 * k + 1] as i32)).sum();
+        // sumf -= dmin * P
+        let sumf = (-dmin).mul_add(prod as f32, sumf);
+        let mut s = 0i32;
+        for k in 0..8 {
+            // SAFETY: DOT passed on from this function's contract.
+            s += unsafe { dot32::<DOT>(&p.q[k], &a.qs[32 * k..]) } * p.sc[k];
+        }
+        // sumf += d * (sumi1 + sumi2)
+        d.mul_add(s as f32, sumf)
+    }
+}
+
+/// Q6_K unpacked: the sixteen 16-value sub-blocks' quants less 32, in pairs of 32, their
+/// scales, and `d`.
+#[derive(Clone, Copy)]
+pub(crate) struct Q6KPrep {
+    q: [[int8x16_t; 2]; 8],
+    sc: [i32; 16],
+    d: f32,
+}
+
+impl NeonKTile for Q6K {
+    type Prep = Q6KPrep;
+    #[inline(always)]
+    fn prep(w: &BlockQ6K) -> Q6KPrep {
+        let v = crate::simd::quant::q6_k::quants(w);
+        // SAFETY: NEON intrinsics (aarch64 baseline); `c` is 256 readable bytes.
+        let q = unsafe {
+            let c: [i8; 256] = std::array::from_fn(|e| v[e] as i8 - 32);
+            std::array::from_fn(|g| [vld1q_s8(c.as_ptr().add(32 * g)), vld1q_s8(c.as_ptr().add(32 * g + 16))])
+        };
+        Q6KPrep { q, sc: w.scales.map(|s| s as i32), d: fp16_to_fp32(w.d) }
+    }
+    #[inline(always)]
+    unsafe fn step<const DOT: bool>(sum: f32, p: &Q6KPrep, a: &BlockQ8K) -> f32 {
+        let mut isum = 0i32;
+        for g in 0..8 {
+            // the two 16-value halves of a pair have their own scales
+            let (lo, hi) = (p.q[g][0], p.q[g][1]);
+            // SAFETY: 32 readable bytes per pair; DOT passed on from this function's contract.
+            let (a0, a1) = unsafe { (vld1q_s8(a.qs.as_ptr().add(32 * g)), vld1q_s8(a.qs.as_ptr().add(32 * g + 16))) };
+            let zero = unsafe { vdupq_n_s8(0) };
+            // SAFETY: as above.
+            let (s0, s1) = unsafe { (vaddvq_s32(block_ints::<DOT>(&[lo, zero], &[a0, a0])), vaddvq_s32(block_ints::<DOT>(&[hi, zero], &[a1, a1]))) };
+            isum += s0 * p.sc[2 * g] + s1 * p.sc[2 * g + 1];
+        }
+        // sum += d_all * y.d * (isum - 32 * isum_mins): the integer total is this isum
+        (p.d * a.scale()).mul_add(isum as f32, sum)
+    }
+}
+
+/// Outputs `(r, c)` of weight rows `w[r]` with activation rows `c0 + c`, each in ggml's NEON
+/// order (module doc).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension. (Shapes are checked.)
+#[inline(always)]
+pub(crate) unsafe fn k_tile<F: NeonKTile, const DOT: bool, const R: usize, const C: usize>(w: [&[F::W]; R], a: &ActRows<'_, BlockQ8K>, c0: usize) -> [[f32; C]; R] {
+    let nb = a.nb;
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
+    let mut out = [[0f32; C]; R];
+    for b in 0..nb {
+        for r in 0..R {
+            let p = F::prep(&w[r][b]);
+            for c in 0..C {
+                // SAFETY: DOT passed on from this function's contract.
+                out[r][c] = unsafe { F::step::<DOT>(out[r][c], &p, &a.blocks[(c0 + c) * nb + b]) };
+            }
+        }
+    }
+    out
+}
