@@ -68,8 +68,7 @@ pub const DEV_TYPE_GPU: DevType = 1;
 /// Where a revision's ggml-cpu orders its float operations differently from the other
 /// revisions', for the ops the SIMD backend reproduces bit for bit (it follows the order of the
 /// revision it serves; see `simd::op::Node::order`).
-/// `Default` is the order before 2026.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CpuOrder {
     /// NORM takes its mean from `ggml_vec_sum_f32` (the f64 sum rounded to f32, then divided in
     /// f32) and its variance from `ggml_vec_cvar_f32` (squares summed per vector block in f32,
@@ -84,6 +83,11 @@ pub struct CpuOrder {
     /// (`32 * scale * bsum`, split over the eight lanes by sub-block pairs); before 2026 it
     /// subtracts `32 * q8` per byte pair before scaling, so each lane's integer differs.
     pub q6k_offset_per_subblock: bool,
+}
+
+impl CpuOrder {
+    /// The revisions before 2026 (llama.rn 0.4.4, whisper.rn 0.4.3).
+    pub const BEFORE_2026: CpuOrder = CpuOrder { norm_vec_sums: false, rope_rotate_pairs: false, q6k_offset_per_subblock: false };
 }
 
 /// Ids of the `enum ggml_op` entries the library acts on, which the two revisions number differently.
@@ -502,7 +506,7 @@ macro_rules! layout_before_2026 {
         const GRAPH_COPY_KEEPS_FLAGS: bool = false;
         const ALLOC_HONOURS_MAX_SIZE: bool = false;
         const CPU_ORDER: $crate::abi::CpuOrder =
-            $crate::abi::CpuOrder { norm_vec_sums: false, rope_rotate_pairs: false, q6k_offset_per_subblock: false };
+            $crate::abi::CpuOrder::BEFORE_2026;
         const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;
         type Buffer2d = ();
         const BUFFER_2D_NONE: () = ();

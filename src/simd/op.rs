@@ -105,7 +105,15 @@ impl Node {
         let mut params = [0; 16];
         let n = params.len().min(t.op_params.len());
         params[..n].copy_from_slice(&t.op_params[..n]);
-        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params, order: R::CPU_ORDER, q8k: crate::host::host_q8k::<R>() }
+        Node { op: Op::of(t), dst: Raw::of(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(Raw::of)), params, order: R::CPU_ORDER, q8k: None }.with_host_q8k::<R>()
+    }
+
+    /// The host's Q8_K quantizer, for the products (the only nodes that read it).
+    fn with_host_q8k<R: Rev>(mut self) -> Node {
+        if self.op == Op::MulMat {
+            self.q8k = crate::host::host_q8k::<R>();
+        }
+        self
     }
 
     /// Source `i` (present: `supports` checked it before `compute` runs).

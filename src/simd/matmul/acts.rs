@@ -154,7 +154,9 @@ pub struct QuantizedActs {
     pub(super) q8_1: Vec<BlockQ8_1>,
     /// Q8_K blocks for the K-quant weights, row-major (`[j * nb + b]`).
     pub(super) q8k: Vec<BlockQ8K>,
-    /// The host's Q8_K quantizer, used for `q8k` when set (see [`HostQ8K`]).
+    /// The host's Q8_K quantizer, used for `q8k` when set (see [`HostQ8K`]). Set it from the
+    /// node (`Node::q8k`) before each prepare: without it the Rust quantizer rounds as clang
+    /// builds do, not as GCC `-mfma` hosts do.
     pub host_q8k: Option<HostQ8K>,
     /// Block scales (and Q8_1 sums) as f32, block-major (`[b * n + j]`) for the tile kernels.
     pub(super) d: Vec<f32>,
@@ -290,6 +292,9 @@ impl QuantizedActs {
                 self.kind = QKind::Q8K;
                 let nb = k / q8_k::QK_K;
                 self.q8k.resize(nb * n, BlockQ8K::default());
+                // (an all-zero row block keeps the bsums of an earlier product under the host's
+                // quantizer, which leaves them unwritten as ggml's wdata does: every kernel
+                // multiplies them by that block's zero scale)
                 let host = self.host_q8k;
                 rows(&mut self.q8k, nb, n, par, |j, out| match host {
                     Some(h) => h.quantize(acts.row(j), out),

@@ -26,7 +26,9 @@ pub struct Weights<'a> {
     /// `wtype.row_bytes(k)`, computed once: the tile walkers look rows up per tile, and the
     /// division in `row_bytes` showed in profiles (~1.6% of whisper's instructions)
     row_bytes: usize,
-    /// Q6_K: the 2026 revision's lane split of the offset (`CpuOrder::q6k_offset_per_subblock`).
+    /// Q6_K: the 2026 revision's lane split of the offset (`CpuOrder::q6k_offset_per_subblock`),
+    /// which only ggml-cpu's AVX2 kernel has (its NEON and generic kernels see integer totals).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) q6k_per_subblock: bool,
 }
 

@@ -10,7 +10,7 @@ use crate::simd::view::I32;
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a), Some(i)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let Some(w) = WType::from_ggml(a.ty) else { return false };
-    a.nb[0] == w.block_bytes() && a.ne[0].is_multiple_of(w.block_len()) && f32_rows(&d) && i.ty == I32
+    a.nb[0] == w.block_bytes() && a.ne[0].is_multiple_of(w.block_len()) && w.rows_aligned(a.data, &a.nb) && f32_rows(&d) && i.ty == I32
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {

@@ -32,6 +32,7 @@ pub fn supports(n: &Node) -> bool {
     a.nb[0] == w.block_bytes()
         && a.ne[0].is_multiple_of(w.block_len())
         && a.nb[1].is_multiple_of(wt_align)
+        && w.rows_aligned(a.data, &a.nb)
         && b.nb[0] == elem_b
         && b.ne[0] == a.ne[0]
         && a.ne[2] > 0
@@ -58,18 +59,15 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
                 q8_0::dequantize_row(&blocks, row);
             }
         }),
-        WType::Q4K | WType::Q6K => {
-            use crate::simd::quant::{q8_k, BlockQ8K};
-            let mut blocks = vec![BlockQ8K::default(); k / q8_k::QK_K];
+        WType::Q4K | WType::Q6K => ROUND_Q8K.with(|b| {
+            use crate::simd::quant::q8_k;
+            let mut blocks = b.borrow_mut();
+            blocks.resize(k / q8_k::QK_K, crate::simd::quant::BlockQ8K::default());
             for row in rows.chunks_exact_mut(k) {
                 q8_k::quantize_row(row, &mut blocks);
-                for (b, out) in blocks.iter().zip(row.chunks_exact_mut(q8_k::QK_K)) {
-                    for (o, &q) in out.iter_mut().zip(&b.qs) {
-                        *o = b.scale() * q as f32;
-                    }
-                }
+                q8_k::dequantize_row(&blocks, row);
             }
-        }
+        }),
         WType::Q4_1 | WType::Q5_1 => ROUND_Q8_1.with(|b| {
             let mut blocks = b.borrow_mut();
             blocks.resize(k / 32, BlockQ8_1::default());
@@ -84,6 +82,7 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
 thread_local! {
     static ROUND_Q8_0: RefCell<Vec<crate::simd::quant::BlockQ8_0>> = const { RefCell::new(Vec::new()) };
     static ROUND_Q8_1: RefCell<Vec<crate::simd::quant::BlockQ8_1>> = const { RefCell::new(Vec::new()) };
+    static ROUND_Q8K: RefCell<Vec<crate::simd::quant::BlockQ8K>> = const { RefCell::new(Vec::new()) };
     /// Per-thread gemm panel, reused across calls (the pool's threads live as long as the backend).
     static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     /// The calling thread's converted activations, one per batch, reused across products.
@@ -167,7 +166,7 @@ pub fn compute(s: &Session, n: &Node) -> bool {
 /// ops' tests).
 #[cfg(test)]
 pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
-    product(s, crate::abi::CpuOrder::default(), None, d, a, b, None)
+    product(s, crate::abi::CpuOrder::BEFORE_2026, None, d, a, b, None)
 }
 
 /// [`mul_mat`] (node `n`) followed by the softmax whose only input it is (`then`, the rows of

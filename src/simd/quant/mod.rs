@@ -1,11 +1,15 @@
-//! ggml's legacy block quantization formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q8_1) and half floats, as plain
-//! Rust over slices.
+//! ggml's block quantization formats as plain Rust over slices: the 32-value formats (Q4_0,
+//! Q4_1, Q5_0, Q5_1, Q8_0 and the activations' Q8_1), the 256-value K-quants (Q4_K, Q6_K and the
+//! activations' Q8_K), and half floats.
 //!
-//! Each format module has the `#[repr(C)]` block (same size and field offsets as ggml-common.h, so
-//! tensor bytes can be viewed as blocks without copying), the reference quantizer (byte-identical
-//! to ggml's `quantize_row_*_ref`), the dequantizer, and the dot products ggml-cpu uses for
-//! MUL_MAT. Kernels come in a portable flavour and an AVX2 flavour; the plain-named function
-//! dispatches on [`crate::simd::cpu_features::simd_level`], `*_at(level, ..)` lets tests pick.
+//! Each format module has the `#[repr(C)]` block (same size and field offsets as
+//! ggml-common.h, so tensor bytes can be viewed as blocks without copying), the dequantizer
+//! (what GET_ROWS and the sgemm path read), and ggml's generic `vec_dot`, the portable level's
+//! kernel. The formats that activations are converted to (Q8_0, Q8_1, Q8_K) and those the tests
+//! build weights from have ggml's reference quantizer too (byte-identical where ggml's C leaves
+//! no rounding to the compiler); the K-quant weights' quantizers are not ported (the tests use
+//! random super-blocks). Q4_0, Q4_1, Q8_0 and F16 have AVX2 conversions besides; `*_at(level, ..)`
+//! lets tests pick the level. The ISA kernels of the products are in `simd::matmul`.
 
 pub mod f16;
 pub mod q4_0;
@@ -115,6 +119,13 @@ impl WType {
             WType::F32 => 4,
             _ => 2,
         }
+    }
+
+    /// Whether every row of a tensor at `data` with strides `nb` starts `align()`-aligned, as
+    /// the kernels' block views require (a misaligned view is declined, not a panic later).
+    pub fn rows_aligned(self, data: *const u8, nb: &[usize; 4]) -> bool {
+        let a = self.align();
+        (data as usize).is_multiple_of(a) && nb[1..].iter().all(|s| s.is_multiple_of(a))
     }
 
     /// Writes one row (`out.len()` values, [`Self::row_bytes`] of `bytes`) as f32.

@@ -59,8 +59,9 @@ pub fn quants(b: &BlockQ4K) -> [u8; QK_K] {
     })
 }
 
-/// Expands blocks as ggml's `dequantize_row_q4_K` (`(d * sc) * q - dmin * m`, each operation
-/// rounded: ggml-base is compiled without FMA contraction); the same on every level.
+/// Expands blocks as ggml's `dequantize_row_q4_K`: `(d * sc) * q - dmin * m`. Whether a compiler
+/// fuses the last multiply-subtract cannot change the result: `d * sc` (11 by 6 bits) and its
+/// product with `q` (4 bits more) are exact in f32, so only the subtraction rounds.
 pub fn dequantize_row_at(_level: SimdLevel, src: &[BlockQ4K], dst: &mut [f32]) {
     assert_eq!(dst.len(), src.len() * QK_K, "q4_k::dequantize_row: length mismatch");
     for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK_K)) {

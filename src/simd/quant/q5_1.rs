@@ -60,8 +60,8 @@ pub fn quantize_row(src: &[f32], dst: &mut [BlockQ5_1]) {
     }
 }
 
-/// Expands blocks to `src.len() * 32` floats (`q * d + m`, multiply and add rounded separately,
-/// as ggml-base's C compiles without FMA contraction); the same on every level.
+/// Expands blocks to `src.len() * 32` floats (`q * d + m`, as ggml). A fused multiply-add would
+/// give the same: `q * d` (5 by 11 bits) is exact in f32, so only the addition rounds.
 pub fn dequantize_row_at(_level: SimdLevel, src: &[BlockQ5_1], dst: &mut [f32]) {
     assert_eq!(dst.len(), src.len() * QK, "q5_1::dequantize_row: length mismatch");
     for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK)) {

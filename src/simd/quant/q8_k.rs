@@ -44,8 +44,10 @@ fn nearest_int(x: f32) -> i32 {
     (v.to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
 }
 
-/// Quantizes `src` (`dst.len() * 256` values) exactly like ggml's `quantize_row_q8_K_ref`,
-/// which ggml-cpu uses on every architecture. (An all-zero block gets zero sums here; ggml leaves
+/// Quantizes `src` (`dst.len() * 256` values) like ggml's `quantize_row_q8_K_ref` (which
+/// ggml-cpu uses on every architecture) compiled without contraction, as clang builds it; GCC
+/// with `-mfma` fuses its `iscale * x + 1.5 * 2^23`, which is why the products prefer the host's
+/// own function (`crate::host::HostQ8K`). (An all-zero block gets zero sums here; ggml leaves
 /// them unwritten, and its dot products multiply them by the zero scale.)
 pub fn quantize_row(src: &[f32], dst: &mut [BlockQ8K]) {
     assert_eq!(src.len(), dst.len() * QK_K, "q8_k::quantize_row: length mismatch");
@@ -70,6 +72,16 @@ pub fn quantize_row(src: &[f32], dst: &mut [BlockQ8K]) {
             *s = g.iter().map(|&q| q as i16).sum();
         }
         y.d = (1.0 / iscale).to_bits();
+    }
+}
+
+/// Expands blocks to `src.len() * 256` floats (`d * q`, as ggml's `dequantize_row_q8_K`).
+pub fn dequantize_row(src: &[BlockQ8K], dst: &mut [f32]) {
+    assert_eq!(dst.len(), src.len() * QK_K, "q8_k::dequantize_row: length mismatch");
+    for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK_K)) {
+        for (o, &q) in y.iter_mut().zip(&b.qs) {
+            *o = b.scale() * q as f32;
+        }
     }
 }
 

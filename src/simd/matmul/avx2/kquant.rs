@@ -3,8 +3,10 @@
 //!
 //! ggml's AVX2 `vec_dot_q4_K_q8_K` / `vec_dot_q6_K_q8_K` sum each 256-value super-block into
 //! eight i32 lanes (lane `m` holds the products of elements `4m..4m + 4` of every 32-value
-//! group, each times its sub-block scale; Q6_K then subtracts `32 * scale * bsum` pairs, lane
-//! `m` taking sub-blocks `2m` and `2m + 1`), converts them to float and adds them into one
+//! group, each times its sub-block scale). Q6_K's quants stand for `q - 32`; from 2026 ggml takes
+//! the offset out once per super-block, `32 * scale * bsum` with lane `m` taking sub-blocks `2m`
+//! and `2m + 1`, and before 2026 per byte pair (`maddubs(q, q8) - maddubs(32, q8)`) ahead of
+//! the scale, so each lane's integer depends on the revision ([`Q6KOrder`]). ggml converts them to float and adds them into one
 //! 8-lane accumulator with `fma(y.d * x.d, lanes, acc)`. Q4_K's minimums go to a 4-lane
 //! accumulator, `fma(-y.d * x.dmin, mins . bsum pairs, acc_m)`. The result is
 //! `hsum_float_8(acc) (+ (m0 + m2) + (m1 + m3))`. The integer lane sums are exact, so only
@@ -23,9 +25,6 @@ use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::q8_k::BlockQ8K;
 use crate::simd::quant::x86_util::hsum_ps;
 use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, QuantBlock, Q4K};
-
-/// Q6_K in the 2026 revision's order.
-pub type Q6K = Q6KOrder<true>;
 use std::arch::x86_64::*;
 
 /// A K-quant format as ggml-cpu's AVX2 `vec_dot` sees it.
@@ -142,10 +141,12 @@ pub struct Q6KPrep {
 }
 
 /// Q6_K in one revision's lane split of the offset (`CpuOrder::q6k_offset_per_subblock`):
-/// [`Q6K`] is the 2026 one.
+/// [`Q6KPerSubblock`] is the 2026 one, [`Q6KPerPair`] the one before.
 pub struct Q6KOrder<const PER_SUBBLOCK: bool>;
 /// Q6_K as ggml-cpu computes it before 2026.
 pub type Q6KPerPair = Q6KOrder<false>;
+/// Q6_K as ggml-cpu computes it from 2026 on.
+pub type Q6KPerSubblock = Q6KOrder<true>;
 
 // SAFETY: AVX2-only bodies, see the trait.
 unsafe impl<const PER_SUBBLOCK: bool> Avx2KTile for Q6KOrder<PER_SUBBLOCK> {
@@ -293,10 +294,10 @@ mod tests {
     use crate::simd::quant::test_util::Lcg;
     use crate::simd::quant::{q6_k, q8_k};
 
-    /// ggml's AVX2 `vec_dot` written out lane by lane in scalar code: eight exact i32 lanes per
-    /// super-block (lane `m`: elements `4m..4m + 4` of every 32-value group, times the scale of
-    /// the group's sub-block `m / 4`... per format), `acc[m] = fma(y.d * x.d, lane, acc[m])`,
-    /// Q4_K's four minimum lanes likewise, then ggml's horizontal sums.
+    /// ggml's AVX2 `vec_dot` written out in scalar code from each super-block's exact lane
+    /// integers (computed by each test from the format's definition):
+    /// `acc[m] = fma(y.d * x.d, lane[m], acc[m])`, Q4_K's four minimum lanes likewise, then
+    /// ggml's horizontal sums.
     fn model(lanes: &[([i32; 8], [i32; 4], f32, f32)]) -> f32 {
         let mut acc = [0f32; 8];
         let mut acc_m = [0f32; 4];
@@ -376,7 +377,7 @@ mod tests {
                 })
                 .collect();
             // SAFETY: AVX2 was detected.
-            let got = unsafe { k_dot::<Q6K>(&w, &a) };
+            let got = unsafe { k_dot::<Q6KPerSubblock>(&w, &a) };
             assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
         }
     }

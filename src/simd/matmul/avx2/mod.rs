@@ -25,9 +25,7 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q5_0 => quant_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q5_1 => quant_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), dst),
-        WType::Q4K => k_rows::<Q4K>(w, &q.k_rows(), dst),
-        WType::Q6K if w.q6k_per_subblock => k_rows::<kquant::Q6K>(w, &q.k_rows(), dst),
-        WType::Q6K => k_rows::<kquant::Q6KPerPair>(w, &q.k_rows(), dst),
+        WType::Q4K | WType::Q6K => k_products(w, q, dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
@@ -100,10 +98,21 @@ impl<'q, F: kquant::Avx2KTile> Tiles for KTiles<'q, F> {
     }
 }
 
-/// K-quant weights (Q4_K, Q6_K) in ggml's AVX2 order; the AVX-512 level runs this too.
+/// K-quant weights (Q4_K, Q6_K, the latter in the revision's order) in ggml's AVX2 order; the
+/// AVX-512 level runs this too.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn k_products(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    match w.wtype {
+        WType::Q4K => k_rows::<Q4K>(w, &q.k_rows(), dst),
+        WType::Q6K if w.q6k_per_subblock => k_rows::<kquant::Q6KPerSubblock>(w, &q.k_rows(), dst),
+        WType::Q6K => k_rows::<kquant::Q6KPerPair>(w, &q.k_rows(), dst),
+        _ => unreachable!("k_products takes the K-quants"),
+    }
+}
+
 #[inline(never)] // as quant_rows
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(super) fn k_rows<F: kquant::Avx2KTile>(w: &Weights<'_>, a: &ActRows<'_, crate::simd::quant::BlockQ8K>, dst: &mut DstView<'_>) {
+fn k_rows<F: kquant::Avx2KTile>(w: &Weights<'_>, a: &ActRows<'_, crate::simd::quant::BlockQ8K>, dst: &mut DstView<'_>) {
     // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
     unsafe { walk_tiles(&KTiles::<F> { w, a, _f: std::marker::PhantomData }, dst) }
 }

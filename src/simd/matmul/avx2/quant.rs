@@ -30,7 +30,7 @@ use std::arch::x86_64::*;
 pub unsafe trait Avx2Tile: Format {
     /// A weight block unpacked once and reused for every activation column of a tile.
     type Prep: Copy;
-    /// Q4_1 adds `m * s` per block (weight minimum times the activation block's sum).
+    /// Q4_1 / Q5_1 add `m * s` per block (weight minimum times the activation block's sum).
     const HAS_MIN: bool;
     /// Whether the matrix-vector product (`matvec`) prefetches this format's weights into L2
     /// (`T1`) rather than L1 (`T0`). L2 prefetches free their L1 miss buffer at once and keep
@@ -51,7 +51,7 @@ pub unsafe trait Avx2Tile: Format {
     unsafe fn ints(p: Self::Prep, a: __m256i) -> __m256;
 }
 
-/// The two formats with signed weights against Q8_0 activations. Prep is (|q|, q): ggml's
+/// The formats with signed weights against Q8_0 activations (Q4_0, Q5_0, Q8_0). Prep is (|q|, q): ggml's
 /// signed-times-signed trick moves the weight's sign onto the activation so the
 /// unsigned-by-signed byte multiply applies.
 macro_rules! signed_format {
@@ -95,7 +95,8 @@ signed_format!(Q8_0, BlockQ8_0, true, |w| load_i8x32(&w.qs));
 // ggml ORs 0xF0 into the nibbles whose fifth bit is clear: q - 16 as a signed byte
 signed_format!(Q5_0, BlockQ5_0, true, |w| _mm256_sub_epi8(quants5_32(&w.qs, &w.qh), _mm256_set1_epi8(16)));
 
-/// The two formats with unsigned weights and a per-block minimum against Q8_1 activations.
+/// The formats with unsigned weights and a per-block minimum against Q8_1 activations (Q4_1,
+/// Q5_1).
 macro_rules! min_format {
     ($fmt:ident, $block:ident, |$w:ident| $quants:expr) => {
         // SAFETY: AVX2-only bodies, see the trait.

@@ -12,9 +12,9 @@
 //!   ggml's `pmaddubsw` pairs stay below 2 * 128 * 127 < 32767, so it never saturates, and
 //!   `vpdpbusd` adds exact products into 32 bits. The weights are made unsigned and the
 //!   difference taken back through the accumulator's start value, `OFF * sum4(a)`:
-//!   Q4_1's nibbles are unsigned already (`OFF = 0`); Q4_0 uses `q` in 0..=15 with
-//!   `OFF = -8` (`sum4((q - 8) a) = sum4(q a) - 8 sum4(a)`); Q8_0 uses `w + 128` (the byte with
-//!   its top bit flipped) with `OFF = -128`. Activations are ggml's Q8 quants, in -127..=127.
+//!   Q4_1's nibbles and Q5_1's 5-bit quants are unsigned already (`OFF = 0`); Q4_0 uses `q` in
+//!   0..=15 with `OFF = -8` (`sum4((q - 8) a) = sum4(q a) - 8 sum4(a)`), Q5_0 `q` in 0..=31 with
+//!   `OFF = -16`; Q8_0 uses `w + 128` (the byte with its top bit flipped) with `OFF = -128`. Activations are ggml's Q8 quants, in -127..=127.
 //! * For batches a chunk's weights are unpacked once (bytes of two rows side by side, scales
 //!   widened and broadcast) into a [`Panel`] and reused for every activation column.
 //!

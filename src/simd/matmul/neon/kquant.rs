@@ -104,11 +104,30 @@ impl NeonKTile for Q6K {
     type Prep = Q6KPrep;
     #[inline(always)]
     fn prep(w: &BlockQ6K) -> Q6KPrep {
-        let v = crate::simd::quant::q6_k::quants(w);
-        // SAFETY: NEON intrinsics (aarch64 baseline); `c` is 256 readable bytes.
+        // SAFETY: NEON intrinsics (aarch64 baseline); every load reads 16 bytes inside `ql`
+        // (128) or `qh` (64).
         let q = unsafe {
-            let c: [i8; 256] = std::array::from_fn(|e| v[e] as i8 - 32);
-            std::array::from_fn(|g| [vld1q_s8(c.as_ptr().add(32 * g)), vld1q_s8(c.as_ptr().add(32 * g + 16))])
+            let (m4, m3, m32) = (vdupq_n_u8(0x0F), vdupq_n_u8(3), vdupq_n_s8(32));
+            let mut q = [[vdupq_n_s8(0); 2]; 8];
+            for j in 0..2 {
+                for h in 0..2 {
+                    // bytes 16h..16h + 16 of each 32-value group of this half (128 values)
+                    let l0 = vld1q_u8(w.ql.as_ptr().add(64 * j + 16 * h));
+                    let l1 = vld1q_u8(w.ql.as_ptr().add(64 * j + 32 + 16 * h));
+                    let hb = vld1q_u8(w.qh.as_ptr().add(32 * j + 16 * h));
+                    let hi = |shift: u8| vshlq_n_u8::<4>(vandq_u8(vshlq_u8(hb, vdupq_n_s8(-(shift as i8))), m3));
+                    let v = [
+                        vorrq_u8(vandq_u8(l0, m4), hi(0)),
+                        vorrq_u8(vandq_u8(l1, m4), hi(2)),
+                        vorrq_u8(vshrq_n_u8::<4>(l0), hi(4)),
+                        vorrq_u8(vshrq_n_u8::<4>(l1), hi(6)),
+                    ];
+                    for (g, v) in v.into_iter().enumerate() {
+                        q[4 * j + g][h] = vsubq_s8(vreinterpretq_s8_u8(v), m32);
+                    }
+                }
+            }
+            q
         };
         Q6KPrep { q, sc: w.scales.map(|s| s as i32), d: fp16_to_fp32(w.d) }
     }
@@ -116,17 +135,31 @@ impl NeonKTile for Q6K {
     unsafe fn step<const DOT: bool>(sum: f32, p: &Q6KPrep, a: &BlockQ8K) -> f32 {
         let mut isum = 0i32;
         for g in 0..8 {
-            // the two 16-value halves of a pair have their own scales
-            let (lo, hi) = (p.q[g][0], p.q[g][1]);
-            // SAFETY: 32 readable bytes per pair; DOT passed on from this function's contract.
-            let (a0, a1) = unsafe { (vld1q_s8(a.qs.as_ptr().add(32 * g)), vld1q_s8(a.qs.as_ptr().add(32 * g + 16))) };
-            let zero = unsafe { vdupq_n_s8(0) };
-            // SAFETY: as above.
-            let (s0, s1) = unsafe { (vaddvq_s32(block_ints::<DOT>(&[lo, zero], &[a0, a0])), vaddvq_s32(block_ints::<DOT>(&[hi, zero], &[a1, a1]))) };
+            // the two 16-value halves of a group have their own scales
+            // SAFETY: 16 readable bytes each, inside `qs`; DOT passed on from this function's
+            // contract.
+            let (s0, s1) = unsafe {
+                let (a0, a1) = (vld1q_s8(a.qs.as_ptr().add(32 * g)), vld1q_s8(a.qs.as_ptr().add(32 * g + 16)));
+                (vaddvq_s32(dot16::<DOT>(p.q[g][0], a0)), vaddvq_s32(dot16::<DOT>(p.q[g][1], a1)))
+            };
             isum += s0 * p.sc[2 * g] + s1 * p.sc[2 * g + 1];
         }
-        // sum += d_all * y.d * (isum - 32 * isum_mins): the integer total is this isum
+        // sum += d_all * y.d * (isum - 32 * isum_mins): that total is this isum
         (p.d * a.scale()).mul_add(isum as f32, sum)
+    }
+}
+
+/// Lane sums of 16 byte products (exact).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn dot16<const DOT: bool>(w: int8x16_t, a: int8x16_t) -> int32x4_t {
+    // SAFETY: NEON intrinsics; DOT passed on from this function's contract.
+    unsafe {
+        let zero = vdupq_n_s8(0);
+        // block_ints adds the products of its two halves: the second pair contributes zero
+        block_ints::<DOT>(&[w, zero], &[a, zero])
     }
 }
 

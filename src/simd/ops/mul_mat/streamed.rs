@@ -313,7 +313,7 @@ mod tests {
     fn product(w: usize, k: usize, m: usize, b: Raw, d: Raw) -> Streamed {
         let row = k / 32 * 34;
         let a = Raw { data: (0x10_0000 + w) as *mut u8, ne: [k, m, 1, 1], nb: [34, row, row * m, row * m], ty: type_id::Q8_0 };
-        Streamed::new(d, a, b, CpuOrder::default(), None).expect("a streamed product")
+        Streamed::new(d, a, b, CpuOrder::BEFORE_2026, None).expect("a streamed product")
     }
 
     /// Which later products are computed with the first: those of the same activation row,
@@ -369,7 +369,7 @@ mod tests {
         let a = raw(&mut none, type_id::Q8_0, 34, 32, [k, 0, 1]);
         let mut out: Vec<f32> = Vec::new();
         let d = raw(&mut out, F32, 4, 1, [0, 1, 1]);
-        assert!(Streamed::new(d, a, b, CpuOrder::default(), None).is_none());
+        assert!(Streamed::new(d, a, b, CpuOrder::BEFORE_2026, None).is_none());
         let pool = Pool::new(2);
         assert!(super::super::mul_mat(&pool.session(), d, a, b));
     }
@@ -394,7 +394,7 @@ mod tests {
                 for i in 0..rows.len() {
                     let a = raw(&mut weights[i], ty, elem, block, [k, rows[i], 1]);
                     assert!(super::super::mul_mat(&s, raw(&mut want[i], F32, 4, 1, [rows[i], 1, 1]), a, b));
-                    ps.push(Streamed::new(raw(&mut got[i], F32, 4, 1, [rows[i], 1, 1]), a, b, CpuOrder::default(), None).unwrap());
+                    ps.push(Streamed::new(raw(&mut got[i], F32, 4, 1, [rows[i], 1, 1]), a, b, CpuOrder::BEFORE_2026, None).unwrap());
                 }
                 let later: Vec<Later> = ps[1..].iter().enumerate().map(|(i, p)| Later { index: 5 + i, dst: p.d, product: Some(*p) }).collect();
                 let mut ahead = Ahead::default();
