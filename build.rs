@@ -1,5 +1,5 @@
 //! Builds the C shim (`src/host.c`), stamps out the export layers from `src/ffi/exports.list` (lm_,
-//! wsp_, and with the `ggml-2026` feature the unprefixed one) and regenerates the five header sets
+//! wsp_, and with the `ggml-2026` / `ggml-b11118` feature the unprefixed one) and regenerates the six header sets
 //! in `include/` with cbindgen (CI fails when they are stale).
 
 use std::collections::HashMap;
@@ -9,9 +9,11 @@ use std::path::{Path, PathBuf};
 
 /// The revision tags of exports.list and the header templates: the contract's pair and 2026's.
 const ALL_TAGS: [&str; 4] = ["lm", "wsp", "lm26", "wsp26"];
+/// Tags a line or block may carry beyond `ALL_TAGS` ("all" does not include them).
+const EXTRA_TAGS: [&str; 2] = ["ggml26", "b11118"];
 
 /// (tag, prefix, Rust marker, include/ folder, exports module) of each revision.
-const REVS: [(&str, &str, &str, &str, &str); 5] = [
+const REVS: [(&str, &str, &str, &str, &str); 6] = [
     ("lm", "lm_", "Lm", "lm", "lm"),
     ("wsp", "wsp_", "Wsp", "wsp", "wsp"),
     ("lm26", "lm_", "Lm26", "lm-2026", "lm"),
@@ -19,12 +21,22 @@ const REVS: [(&str, &str, &str, &str, &str); 5] = [
     // upstream ggml v0.20.0: cui-llama.rn 1.12.2's revision without the prefix (cargo feature
     // `ggml-2026`, a third export layer beside lm_ and wsp_)
     ("ggml26", "", "Ggml26", "ggml-2026", "ggml"),
+    // llama.rn 0.13.0-rc.5 (llama.cpp b11118): the same without a prefix, its own graph_optimize
+    // (cargo feature `ggml-b11118`, instead of `ggml-2026`)
+    ("b11118", "", "GgmlB11118", "ggml-b11118", "ggml"),
 ];
 
 /// The exports.list / template tags a revision takes its lines and blocks from: its own, plus
-/// those of the revision whose facts it shares (the unprefixed 2026 build is lm26 minus the prefix).
+/// those of the revision whose facts it shares (the unprefixed 2026 build is lm26 minus the prefix;
+/// b11118 is lm26 minus the prefix but for its own blocks). A template block tagged `!x` is left
+/// out for revision `x` whatever its other tags say.
 fn rev_matches(rev_tag: &str, tag: &str) -> bool {
-    tag == rev_tag || (rev_tag == "ggml26" && tag == "lm26")
+    tag == rev_tag || (matches!(rev_tag, "ggml26" | "b11118") && tag == "lm26")
+}
+
+fn block_matches(rev_tag: &str, tags: &str) -> bool {
+    let tags: Vec<&str> = tags.split(',').map(str::trim).collect();
+    !tags.iter().any(|t| t.strip_prefix('!') == Some(rev_tag)) && tags.iter().any(|t| rev_matches(rev_tag, t))
 }
 
 struct Export {
@@ -77,7 +89,7 @@ fn parse_list(text: &str) -> Vec<Export> {
         };
         let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
         let revs = if revs == "all" { ALL_TAGS.join(",") } else { revs };
-        assert!(revs.split(',').all(|t| ALL_TAGS.contains(&t)), "exports.list:{}: bad revs", n + 1);
+        assert!(revs.split(',').all(|t| ALL_TAGS.contains(&t) || EXTRA_TAGS.contains(&t)), "exports.list:{}: bad revs", n + 1);
         assert!(["api", "impl", "simd"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
         out.push(Export { revs, header, name, params, ret, default, via });
     }
@@ -143,7 +155,7 @@ fn render_template(text: &str, rev_tag: &str, p: &str) -> String {
     for line in text.lines() {
         let t = line.trim();
         if let Some(tags) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
-            keep = tags.split(',').any(|tag| rev_matches(rev_tag, tag));
+            keep = block_matches(rev_tag, tags);
             continue;
         }
         if t == "}@" {
@@ -172,7 +184,14 @@ fn main() {
         println!("cargo:rerun-if-changed={}", f);
     }
 
-    let unprefixed = env::var_os("CARGO_FEATURE_GGML_2026").is_some();
+    let ggml_tag = if env::var_os("CARGO_FEATURE_GGML_B11118").is_some() {
+        Some("b11118")
+    } else if env::var_os("CARGO_FEATURE_GGML_2026").is_some() {
+        Some("ggml26")
+    } else {
+        None
+    };
+    let unprefixed = ggml_tag.is_some();
     let mut shim = cc::Build::new();
     shim.file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden");
     if unprefixed {
@@ -183,12 +202,12 @@ fn main() {
 
     let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
     // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The
-    // headers of all five revisions are generated (and committed) whatever is built.
+    // headers of all six revisions are generated (and committed) whatever is built.
     let lm_tag = if env::var_os("CARGO_FEATURE_LM_2026").is_some() { "lm26" } else { "lm" };
     let wsp_tag = if env::var_os("CARGO_FEATURE_WSP_2026").is_some() { "wsp26" } else { "wsp" };
     for (tag, p, rev, dir, module) in REVS {
         let (tag, p) = (tag.to_string(), p.to_string());
-        let built = tag == lm_tag || tag == wsp_tag || (tag == "ggml26" && unprefixed);
+        let built = tag == lm_tag || tag == wsp_tag || Some(tag.as_str()) == ggml_tag;
         let aliases = type_aliases(rev);
         let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
         for (name, rust, _) in &aliases {

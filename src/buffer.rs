@@ -110,10 +110,39 @@ pub fn buft_get_alloc_size<R: Rev>(buft: &BufferType<R>, t: &Tensor<R>) -> Resul
     match buft.custom_alloc_size(t) {
         Some(size) => {
             ensure!(size >= n, "buffer type reports alloc size {} below the tensor's {} bytes", size, n);
+            if size > n && !alloc_size_may_expand::<R>(t) {
+                // b11118 asserts here (a backend's get_alloc_size out of step with
+                // ggml_op_alloc_size_may_expand); the size is still what the buffer type needs
+                crate::log_at!(
+                    R,
+                    Warn,
+                    "ggml_backend_buft_get_alloc_size",
+                    "buffer type reports alloc size {} above the {} bytes of '{}' ({}), an op ggml_op_alloc_size_may_expand does not list",
+                    size,
+                    n,
+                    t.name(),
+                    crate::host::op_name::<R>(t.op)
+                );
+            }
             Ok(size)
         }
         None => Ok(n),
     }
+}
+
+/// b11118's `ggml_op_alloc_size_may_expand` (`None` for a revision without it).
+pub fn op_alloc_size_may_expand<R: Rev>(op: i32) -> Option<bool> {
+    R::ALLOC_SIZE_MAY_EXPAND_OPS.map(|ops| ops.contains(&op))
+}
+
+/// b11118's condition for a larger alloc size: an empty op (NONE or a view), a quantized type, or
+/// an op that may expand; always true for a revision without the check.
+fn alloc_size_may_expand<R: Rev>(t: &Tensor<R>) -> bool {
+    let Some(expands) = op_alloc_size_may_expand::<R>(t.op) else { return true };
+    let o = R::OPS;
+    let empty = [o.none, o.reshape, o.transpose, o.view, o.permute].contains(&t.op);
+    let quantized = crate::abi::type_traits::<R>(t.type_).is_some_and(|(block, _)| block > 1);
+    expands || empty || quantized
 }
 
 // ---------------------------------------------------------------- buffer API
@@ -143,6 +172,9 @@ pub fn buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> R
     b.usage = usage;
     if is_multi_buffer(b) {
         multi_buffer_set_usage(b, usage)?;
+    } else if R::META_BUFFER_SET_USAGE {
+        // b11118: a meta buffer (the host's ggml-backend-meta.cpp) passes it on to its parts
+        crate::host::meta_buffer_set_usage(buffer, usage);
     }
     Ok(())
 }

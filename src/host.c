@@ -49,7 +49,9 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_gallocr_alloc_graph)            \
     X(P##ggml_gallocr_get_buffer_size)        \
     X(P##ggml_backend_alloc_ctx_tensors)      \
-    X(P##ggml_get_type_traits_cpu)
+    X(P##ggml_get_type_traits_cpu)            \
+    X(P##ggml_backend_buffer_is_meta)         \
+    X(P##ggml_backend_meta_buffer_set_usage)
 
 #define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
 #define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;

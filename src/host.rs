@@ -1,6 +1,6 @@
 //! The host's symbols, reached through the weak references of `host.c`, and the logger.
 
-use crate::abi::{Backend, Buffer, BufferType, CGraph, LogLevel, Reg, Rev, Tensor};
+use crate::abi::{Backend, Buffer, BufferType, BufferUsage, CGraph, LogLevel, Reg, Rev, Tensor};
 use once_cell::sync::OnceCell;
 use std::ffi::{c_char, c_void, CString};
 use std::marker::PhantomData;
@@ -54,7 +54,7 @@ static HOSTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 pub fn host<R: Rev>() -> &'static HostFns<R> {
     HOSTS.get::<R, _>(|| match R::PREFIX {
         "lm_" => HostFns::load(sym_lm, LOG_LM),
-        #[cfg(feature = "ggml-2026")]
+        #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
         "" => HostFns::load(crate::host_ggml::sym, crate::host_ggml::LOG),
         _ => HostFns::load(sym_wsp, LOG_WSP),
     })
@@ -134,6 +134,10 @@ pub struct CoreFns<R: Rev> {
     /// ggml-cpu's `ggml_get_type_traits_cpu` (returns `const struct ggml_type_traits_cpu *`,
     /// whose first field is `from_float` in every revision).
     pub type_traits_cpu: Option<unsafe extern "C" fn(i32) -> *const Option<FromFloat>>,
+    /// the meta backend's (ggml-backend-meta.cpp, 2026): is a buffer one of its buffers, and
+    /// (b11118) pass a usage on to its parts
+    pub buffer_is_meta: Option<unsafe extern "C" fn(*mut Buffer<R>) -> bool>,
+    pub meta_buffer_set_usage: Option<unsafe extern "C" fn(*mut Buffer<R>, BufferUsage)>,
 }
 
 /// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`.
@@ -207,6 +211,8 @@ impl<R: Rev> CoreFns<R> {
             graph_overhead_custom: f!("ggml_graph_overhead_custom"),
             alloc_ctx_tensors: f!("ggml_backend_alloc_ctx_tensors"),
             type_traits_cpu: f!("ggml_get_type_traits_cpu"),
+            buffer_is_meta: f!("ggml_backend_buffer_is_meta"),
+            meta_buffer_set_usage: f!("ggml_backend_meta_buffer_set_usage"),
         }
     }
 }
@@ -223,5 +229,19 @@ pub fn op_name<R: Rev>(op: i32) -> String {
         // SAFETY: ggml_op_name returns a static string for any op id below GGML_OP_COUNT.
         Some(f) if (0..128).contains(&op) => crate::abi::vtable::cstr(unsafe { f(op) }),
         _ => format!("op#{}", op),
+    }
+}
+
+/// b11118's `buffer_set_usage` on a meta buffer: the host's `ggml_backend_meta_buffer_set_usage`
+/// when `buffer` is one of its meta buffers (nothing when the host has no meta backend).
+pub fn meta_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) {
+    let core = host::<R>().core();
+    if let (Some(is_meta), Some(set_usage)) = (core.buffer_is_meta, core.meta_buffer_set_usage) {
+        // SAFETY: the host's own functions (weak references, present), called with a live buffer
+        // (the caller checked it non-NULL)
+        if unsafe { is_meta(buffer) } {
+            // SAFETY: as above; the buffer is one of the meta backend's
+            unsafe { set_usage(buffer, usage) };
+        }
     }
 }

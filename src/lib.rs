@@ -5,6 +5,9 @@
 //! `event`, `device`, `registry`, `loader` (safe core, generic over the revision), `ffi` (the two
 //! export layers), `host` (weak references to the host's symbols).
 
+#[cfg(all(feature = "ggml-2026", feature = "ggml-b11118"))]
+compile_error!("features ggml-2026 and ggml-b11118 both export the unprefixed ggml_ ABI: pick one");
+
 pub mod abi;
 pub mod alloc;
 pub mod backend;
@@ -15,7 +18,7 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod host;
-#[cfg(feature = "ggml-2026")]
+#[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
 pub mod host_ggml;
 pub mod loader;
 pub mod per_rev;

@@ -13,12 +13,12 @@ pub mod wsp;
 use std::ffi::{c_char, c_void};
 
 pub use lm::Lm;
-pub use rev2026::{Ggml26, Lm26, Wsp26};
+pub use rev2026::{Ggml26, GgmlB11118, Lm26, Wsp26};
 pub use types::type_traits;
 pub use wsp::Wsp;
 
 /// How many revisions the crate knows (each has a distinct `Rev::SLOT` below this).
-pub const REV_SLOTS: usize = 5;
+pub const REV_SLOTS: usize = 6;
 
 pub const MAX_DIMS: usize = 4;
 pub const MAX_SRC: usize = 10;
@@ -160,11 +160,26 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const DEV_TYPE_ACCEL: DevType;
     const DEV_TYPE_IGPU: Option<DevType>;
     /// Stock starts a new split when the current one already has this many inputs to copy
-    /// (`GGML_SCHED_MAX_SPLIT_INPUTS`: 10, in 2026 an initial capacity of 30).
+    /// (`GGML_SCHED_MAX_SPLIT_INPUTS`: 10, in 2026 an initial capacity of 30; b11118 dropped the
+    /// check, `usize::MAX`).
     const SPLIT_INPUTS_SOFT_LIMIT: usize;
     /// Ops whose result the graph allocator may write over a dying parent's memory
     /// (ggml-alloc's `op_can_inplace`; wsp adds the `*_BACK` ops).
     const INPLACE_OPS: &'static [i32];
+    /// The ops whose buffer-type alloc size may exceed `ggml_nbytes` (b11118's
+    /// `ggml_op_alloc_size_may_expand`, which its `buft_get_alloc_size` asserts on; `None`: the
+    /// revision has neither the function nor the check).
+    const ALLOC_SIZE_MAY_EXPAND_OPS: Option<&'static [i32]> = None;
+    /// `buffer_set_usage` forwards to the host's `ggml_backend_meta_buffer_set_usage` for a meta
+    /// buffer (b11118; before, only multi-buffers pass the usage on).
+    const META_BUFFER_SET_USAGE: bool = false;
+    /// `compute_splits` records the split backend's event after every split (b11118); before,
+    /// only after a split that copied inputs.
+    const SCHED_EVENT_EVERY_SPLIT: bool = false;
+    /// Before a split without inputs on another backend than the previous split, the scheduler
+    /// waits for the previous backend (its event, or a synchronize): b11118 (the allocator may
+    /// reuse memory across splits).
+    const SCHED_WAIT_PREV_BACKEND: bool = false;
 
     /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
     /// `void` in lm, `enum ggml_status` in wsp.
@@ -195,7 +210,9 @@ pub trait Rev: 'static + Sized + Send + Sync {
 
     fn buffer_2d(i: &BufferI<Self>) -> Option<&Buffer2d<Self>>;
     fn backend_2d(i: &BackendI<Self>) -> Option<&Backend2d<Self>>;
-    fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizeFn<Self>>;
+    /// The backend's `graph_optimize` slot in this revision's shape (none before 2026; with the
+    /// allocation-dependency parameters from b11118 on).
+    fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizer<Self>>;
     fn set_graph_uid(g: &mut CGraph<Self>, uid: u64);
 
     fn init_ret(status: Status) -> Self::InitRet;
@@ -385,6 +402,72 @@ pub type Get2dFn<R> = unsafe extern "C" fn(*mut Buffer<R>, *const Tensor<R>, *mu
 pub type Set2dAsyncFn<R> = unsafe extern "C" fn(*mut Backend<R>, *mut Tensor<R>, *const c_void, usize, usize, usize, usize, usize);
 pub type Get2dAsyncFn<R> = unsafe extern "C" fn(*mut Backend<R>, *const Tensor<R>, *mut c_void, usize, usize, usize, usize, usize);
 pub type GraphOptimizeFn<R> = unsafe extern "C" fn(*mut Backend<R>, *mut CGraph<R>);
+/// b11118's `graph_optimize(backend, cgraph, params)`: the backend may ask, through `params`, to
+/// keep tensors allocated until a later node (it runs parts of the graph out of order).
+pub type GraphOptimizeParamsFn<R> = unsafe extern "C" fn(*mut Backend<R>, *mut CGraph<R>, *mut GraphOptimizeParams<R>);
+
+/// `struct ggml_backend_graph_optimize_params` (b11118).
+#[repr(C)]
+pub struct GraphOptimizeParams<R: Rev> {
+    /// `add_alloc_dep(user_data, tensor, until)`: keep `tensor` allocated until `until` (a node of
+    /// the same graph) has been computed; the longest lifetime asked for applies.
+    pub add_alloc_dep: Option<unsafe extern "C" fn(*mut c_void, *mut Tensor<R>, *mut Tensor<R>)>,
+    pub user_data: *mut c_void,
+}
+
+/// A backend's `graph_optimize` as its revision declares it.
+pub enum GraphOptimizer<R: Rev> {
+    /// 2026 (ggml v0.20.0): `graph_optimize(backend, cgraph)`.
+    Plain(GraphOptimizeFn<R>),
+    /// b11118: `graph_optimize(backend, cgraph, params)`.
+    WithParams(GraphOptimizeParamsFn<R>),
+}
+
+/// The allocation dependencies backends add while the scheduler optimizes its splits (b11118):
+/// per `until` node, in the order first asked, the tensors to keep alive until it has run.
+pub struct AllocDeps<R: Rev> {
+    pub until: Vec<(*mut Tensor<R>, Vec<*mut Tensor<R>>)>,
+    /// calls with a NULL tensor that were dropped
+    pub rejected: usize,
+    index: std::collections::HashMap<usize, usize>,
+}
+
+impl<R: Rev> Default for AllocDeps<R> {
+    fn default() -> Self {
+        AllocDeps { until: Vec::new(), rejected: 0, index: std::collections::HashMap::new() }
+    }
+}
+
+impl<R: Rev> AllocDeps<R> {
+    /// Stock's `add_alloc_dep`: `tensor` joins `until`'s list once.
+    pub fn add(&mut self, tensor: *mut Tensor<R>, until: *mut Tensor<R>) {
+        let next = self.until.len();
+        let i = *self.index.entry(until as usize).or_insert(next);
+        if i == next {
+            self.until.push((until, Vec::new()));
+        }
+        let keep = &mut self.until[i].1;
+        if !keep.contains(&tensor) {
+            keep.push(tensor);
+        }
+    }
+    pub fn clear(&mut self) {
+        self.until.clear();
+        self.rejected = 0;
+        self.index.clear();
+    }
+    pub fn is_empty(&self) -> bool {
+        self.until.is_empty()
+    }
+    /// The tensors to keep until node `node` has run.
+    pub fn of(&self, node: *mut Tensor<R>) -> Option<&[*mut Tensor<R>]> {
+        self.index.get(&(node as usize)).map(|&i| self.until[i].1.as_slice())
+    }
+    /// Dependency nodes stock adds to the allocator's graph: one per `MAX_SRC` kept tensors.
+    pub fn n_nodes(&self) -> usize {
+        self.until.iter().map(|(_, keep)| keep.len().div_ceil(MAX_SRC)).sum()
+    }
+}
 
 /// The two slots the 2026 revision inserts into `ggml_backend_buffer_i` after `get_tensor`.
 #[repr(C)]
@@ -526,7 +609,7 @@ macro_rules! layout_before_2026 {
         fn backend_2d(_i: &$crate::abi::BackendI<Self>) -> Option<&$crate::abi::Backend2d<Self>> {
             None
         }
-        fn graph_optimize(_i: &$crate::abi::BackendI<Self>) -> Option<$crate::abi::GraphOptimizeFn<Self>> {
+        fn graph_optimize(_i: &$crate::abi::BackendI<Self>) -> Option<$crate::abi::GraphOptimizer<Self>> {
             None
         }
         fn set_graph_uid(_g: &mut $crate::abi::CGraph<Self>, _uid: u64) {}
@@ -545,4 +628,4 @@ macro_rules! impl_copy {
         impl<R: Rev> Copy for $t<R> {}
     )*};
 }
-impl_copy!(HashSet, CGraph, BufferTypeI, BufferI, BackendI, DeviceI, RegI, Buffer2d, Backend2d, DevProps);
+impl_copy!(HashSet, CGraph, BufferTypeI, BufferI, BackendI, DeviceI, RegI, Buffer2d, Backend2d, DevProps, GraphOptimizer);

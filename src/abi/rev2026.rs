@@ -8,13 +8,18 @@
 //! there (`dev_props` is 56 bytes in all three), so one layout serves both lm packages, as long as
 //! the library writes that byte (for its own devices) and never reads it.
 
-use super::{Backend2d, BackendI, Buffer2d, BufferI, CGraph, CpuOrder, GraphOptimizeFn, OpIds, Reg, Rev, Status};
+use super::{Backend2d, BackendI, Buffer2d, BufferI, CGraph, CpuOrder, GraphOptimizeFn, GraphOptimizeParamsFn, GraphOptimizer, OpIds, Reg, Rev, Status};
 use std::ffi::c_char;
 
 /// llama.rn 0.12.9 / cui-llama.rn 1.12.2 (`lm_`, cargo feature `lm-2026`).
 pub struct Lm26;
 /// whisper.rn 0.7.4 (`wsp_`, cargo feature `wsp-2026`).
 pub struct Wsp26;
+/// llama.rn 0.13.0-rc.5 (llama.cpp b11118, unprefixed, cargo feature `ggml-b11118`, headers
+/// include/ggml-b11118): v0.20.0's ABI and facts but for the items of `facts_b11118!` below.
+/// `GGML_BACKEND_API_VERSION` is still 2; `ggml-backend.h`, `ggml-alloc.h`, the op and type enums
+/// and every struct layout are v0.20.0's (checked with diff against the package's headers).
+pub struct GgmlB11118;
 /// Upstream ggml v0.20.0 (llama.cpp as vendored by llama-cpp-python 0.3.35): cui-llama.rn 1.12.2's
 /// backend ABI without the prefix (cargo feature `ggml-2026`, headers include/ggml-2026). Its
 /// `ggml-backend.cpp`, `-reg.cpp`, `-impl.h` and `ggml-backend.h` equal cui-llama.rn's once
@@ -48,8 +53,63 @@ const OPS_2026: OpIds = OpIds {
     unary: 91,
 };
 
+/// The items where ggml v0.20.0 (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4,
+/// llama-cpp-python 0.3.35) and llama.cpp b11118 (llama.rn 0.13.0-rc.5) differ.
+macro_rules! facts_v0_20_0 {
+    () => {
+        const SPLIT_INPUTS_SOFT_LIMIT: usize = 30;
+        // ggml_op_can_inplace: FILL, SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD_ID, ADD1, SUB,
+        // MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, ROPE_BACK, SILU_BACK, RMS_NORM, RMS_NORM_BACK,
+        // SOFT_MAX, SOFT_MAX_BACK
+        const INPLACE_OPS: &'static [i32] = &[73, 32, 45, 44, 2, 3, 4, 6, 7, 8, 9, 10, 11, 91, 48, 49, 23, 25, 26, 46, 47];
+        type GraphOptimize = Option<GraphOptimizeFn<Self>>;
+        const GRAPH_OPTIMIZE_NONE: Option<GraphOptimizeFn<Self>> = None;
+        fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizer<Self>> {
+            i.graph_optimize.map(GraphOptimizer::Plain)
+        }
+    };
+}
+
+/// b11118 against v0.20.0 (diff of ggml-backend-impl.h, ggml-backend.cpp, ggml-backend-reg.cpp,
+/// ggml-alloc.c; ggml-backend.h and ggml-alloc.h are unchanged):
+/// - `ggml_backend_i.graph_optimize` takes a third parameter, `ggml_backend_graph_optimize_params *`,
+///   through which a backend adds allocation dependencies; the scheduler optimizes every split
+///   first, then adds one dependency node per `GGML_MAX_SRC` kept tensors after the `until` node in
+///   the allocator's graph (`AllocDeps`);
+/// - no new split when a split's inputs reach the input list's capacity (`SPLIT_INPUTS_SOFT_LIMIT`);
+/// - ggml-alloc may compute CLAMP (50) in place;
+/// - `ggml_op_alloc_size_may_expand` (FLASH_ATTN_EXT, MUL_MAT, MUL_MAT_ID, CUMSUM, ARGSORT, TOP_K)
+///   is defined by ggml-backend.cpp, and `buft_get_alloc_size` asserts on a larger size for other
+///   ops of unquantized, non-empty tensors;
+/// - `buffer_set_usage` passes the usage on to a meta buffer's parts (host's
+///   `ggml_backend_meta_buffer_set_usage`);
+/// - `compute_splits` waits for the previous backend before a split without inputs on another
+///   backend, and records each split's event whether or not it had inputs.
+/// Not facts of the layer's ABI: the capacity-growth messages went from WARN to DEBUG (ours logs
+/// none), `sched_alloc_graph` returns false when the reserve fails (ours always did), the
+/// MUL_MAT_ID expert copy skips an empty ids tensor (ours copies whole inputs), and `load_best`
+/// skips an unreadable directory / current path (ours always did).
+macro_rules! facts_b11118 {
+    () => {
+        const SPLIT_INPUTS_SOFT_LIMIT: usize = usize::MAX;
+        // v0.20.0's list + CLAMP
+        const INPLACE_OPS: &'static [i32] =
+            &[73, 32, 45, 44, 2, 3, 4, 6, 7, 8, 9, 10, 11, 91, 48, 49, 23, 25, 26, 46, 47, 50];
+        type GraphOptimize = Option<GraphOptimizeParamsFn<Self>>;
+        const GRAPH_OPTIMIZE_NONE: Option<GraphOptimizeParamsFn<Self>> = None;
+        fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizer<Self>> {
+            i.graph_optimize.map(GraphOptimizer::WithParams)
+        }
+        // FLASH_ATTN_EXT, MUL_MAT, MUL_MAT_ID, CUMSUM, ARGSORT, TOP_K
+        const ALLOC_SIZE_MAY_EXPAND_OPS: Option<&'static [i32]> = Some(&[74, 29, 30, 16, 69, 70]);
+        const META_BUFFER_SET_USAGE: bool = true;
+        const SCHED_EVENT_EVERY_SPLIT: bool = true;
+        const SCHED_WAIT_PREV_BACKEND: bool = true;
+    };
+}
+
 macro_rules! rev_2026 {
-    ($marker:ident, $slot:expr, $prefix:expr, $env:expr) => {
+    ($marker:ident, $slot:expr, $prefix:expr, $env:expr, $facts:ident) => {
         impl Rev for $marker {
             const SLOT: usize = $slot;
             const PREFIX: &'static str = $prefix;
@@ -64,7 +124,6 @@ macro_rules! rev_2026 {
             const SCHED_PASS1_SKIPS_VIEWS: bool = false;
             const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
             const SCHED_SYNC_RESETS_COPY: bool = true;
-            const SPLIT_INPUTS_SOFT_LIMIT: usize = 30;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
             const ALLOC_HONOURS_MAX_SIZE: bool = true;
@@ -72,10 +131,8 @@ macro_rules! rev_2026 {
             // normal mode goes through rotate_pairs<float>, vectorized in place too
             const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
-            // ggml_op_can_inplace: FILL, SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD_ID, ADD1, SUB,
-            // MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, ROPE_BACK, SILU_BACK, RMS_NORM, RMS_NORM_BACK,
-            // SOFT_MAX, SOFT_MAX_BACK
-            const INPLACE_OPS: &'static [i32] = &[73, 32, 45, 44, 2, 3, 4, 6, 7, 8, 9, 10, 11, 91, 48, 49, 23, 25, 26, 46, 47];
+
+            $facts!();
 
             type InitRet = Status;
             type RegHeader = i32;
@@ -84,8 +141,6 @@ macro_rules! rev_2026 {
             const BUFFER_2D_NONE: Buffer2d<Self> = Buffer2d { set_tensor_2d: None, get_tensor_2d: None };
             type Backend2d = Backend2d<Self>;
             const BACKEND_2D_NONE: Backend2d<Self> = Backend2d { set_tensor_2d_async: None, get_tensor_2d_async: None };
-            type GraphOptimize = Option<GraphOptimizeFn<Self>>;
-            const GRAPH_OPTIMIZE_NONE: Option<GraphOptimizeFn<Self>> = None;
             type GraphUid = u64;
             const GRAPH_UID_NONE: u64 = 0;
             type DeviceId = *const c_char;
@@ -99,9 +154,6 @@ macro_rules! rev_2026 {
             }
             fn backend_2d(i: &BackendI<Self>) -> Option<&Backend2d<Self>> {
                 Some(&i.tensor_2d_async)
-            }
-            fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizeFn<Self>> {
-                i.graph_optimize
             }
             fn set_graph_uid(g: &mut CGraph<Self>, uid: u64) {
                 g.uid = uid;
@@ -139,6 +191,7 @@ macro_rules! rev_2026 {
     };
 }
 
-rev_2026!(Lm26, 2, "lm_", "LM_");
-rev_2026!(Wsp26, 3, "wsp_", "WSP_");
-rev_2026!(Ggml26, 4, "", "");
+rev_2026!(Lm26, 2, "lm_", "LM_", facts_v0_20_0);
+rev_2026!(Wsp26, 3, "wsp_", "WSP_", facts_v0_20_0);
+rev_2026!(Ggml26, 4, "", "", facts_v0_20_0);
+rev_2026!(GgmlB11118, 5, "", "", facts_b11118);

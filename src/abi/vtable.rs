@@ -259,11 +259,22 @@ impl<R: Rev> Backend<R> {
         }
     }
     /// The 2026 `graph_optimize` slot, run on a split before it is allocated; `false` when absent.
-    pub fn graph_optimize(&self, g: *mut CGraph<R>) -> bool {
+    /// From b11118 on the backend may add allocation dependencies, collected into `deps`.
+    pub fn graph_optimize(&self, g: *mut CGraph<R>, deps: &mut AllocDeps<R>) -> bool {
         match R::graph_optimize(&self.iface) {
-            Some(f) => {
+            Some(GraphOptimizer::Plain(f)) => {
                 // SAFETY: as above; g is a live graph (view) of the caller.
                 unsafe { f(self.me(), g) };
+                true
+            }
+            Some(GraphOptimizer::WithParams(f)) => {
+                let mut params = GraphOptimizeParams::<R> {
+                    add_alloc_dep: Some(add_alloc_dep::<R>),
+                    user_data: deps as *mut AllocDeps<R> as *mut c_void,
+                };
+                // SAFETY: as above; `params` and `deps` outlive the call, and the backend only
+                // hands `user_data` back to `add_alloc_dep` during it (stock's contract).
+                unsafe { f(self.me(), g, &mut params) };
                 true
             }
             None => false,
@@ -482,5 +493,22 @@ impl<R: Rev> CGraph<R> {
         // SAFETY: `nodes` holds `size` entries and i < size.
         unsafe { *self.nodes.add(i) = t };
         true
+    }
+}
+
+/// `ggml_backend_graph_optimize_params.add_alloc_dep`, called by a backend's `graph_optimize`
+/// (b11118) with the `AllocDeps` the scheduler passed as `user_data`. C calls it: nothing unwinds,
+/// and a dependency that cannot be recorded is counted in `rejected` (the scheduler logs it).
+unsafe extern "C" fn add_alloc_dep<R: Rev>(user_data: *mut c_void, tensor: *mut Tensor<R>, until: *mut Tensor<R>) {
+    // SAFETY: user_data is NULL or the `&mut AllocDeps<R>` of `Backend::graph_optimize`, live for
+    // the duration of the backend's call, which is the only time the backend may call this.
+    let Some(deps) = (unsafe { (user_data as *mut AllocDeps<R>).as_mut() }) else { return };
+    if tensor.is_null() || until.is_null() {
+        deps.rejected += 1;
+        return;
+    }
+    let added = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deps.add(tensor, until)));
+    if added.is_err() {
+        deps.rejected += 1;
     }
 }

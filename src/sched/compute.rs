@@ -86,14 +86,26 @@ impl<R: Rev> Sched<R> {
     }
 
     pub(super) fn compute_splits(&mut self) -> Result<Status> {
+        let mut prev_backend: Option<usize> = None;
         for si in 0..self.splits.len() {
+            let b = self.splits[si].backend_id;
+            // b11118: the allocator may have reused the previous split's memory, which that
+            // backend may still be working on
+            if R::SCHED_WAIT_PREV_BACKEND && self.splits[si].inputs.is_empty() {
+                if let Some(p) = prev_backend.filter(|&p| p != b) {
+                    if let Some(pb) = obj(self.backends[p]) {
+                        self.host_wait(p, pb)?;
+                    }
+                }
+            }
             self.copy_inputs(si)?;
             let st = self.compute_split(si)?;
             if st != STATUS_SUCCESS {
                 return Ok(st);
             }
+            prev_backend = Some(b);
             let split = &self.splits[si];
-            if !split.inputs.is_empty() {
+            if R::SCHED_EVENT_EVERY_SPLIT || !split.inputs.is_empty() {
                 if let Some(be) = obj(self.backends[split.backend_id]) {
                     if !self.event(split.backend_id).is_null() {
                         be.event_record(self.event(split.backend_id))?;

@@ -162,6 +162,8 @@ pub struct Sched<R: Rev> {
     pub(crate) split_copy: usize,
     /// (node, j, original source) for every `src[j]` pass 5 pointed at an input copy
     redirects: Vec<(*mut Tensor<R>, usize, *mut Tensor<R>)>,
+    /// b11118: tensors backends asked (in `graph_optimize`) to keep allocated until a later node
+    alloc_deps: AllocDeps<R>,
     pub(crate) op_offload: bool,
     pub(crate) debug: i32,
     /// [backend][copy]; NULL where the device has no events
@@ -268,6 +270,7 @@ impl<R: Rev> Sched<R> {
             cur_copy: 0,
             split_copy: 0,
             redirects: Vec::new(),
+            alloc_deps: AllocDeps::default(),
             op_offload,
             debug: debug_level::<R>(),
             events,

@@ -82,8 +82,7 @@ impl<R: Rev> Sched<R> {
         if self.debug > 0 {
             self.print_assignments(g);
         }
-        self.build_alloc_graph(g);
-        Ok(())
+        self.build_alloc_graph(g)
     }
 
     /// Makes `n_copies` copies of `src` for backend `b` (the current copy may be `src` itself).
@@ -183,22 +182,33 @@ impl<R: Rev> Sched<R> {
         }
         split.i_end = nodes.len();
         self.splits.push(split);
+        // 2026: the backend may reorder the split's nodes (in the caller's node array, as stock)
+        // before the allocator's graph is built from them; b11118: and add allocation
+        // dependencies, which need every split optimized before that graph is built
+        self.alloc_deps.clear();
         for sp in &mut self.splits {
             sp.graph = crate::graph::graph_view(g, sp.i_start, sp.i_end);
-            // 2026: the backend may reorder the split's nodes (in the caller's node array, as
-            // stock) before the allocator's graph is built from them
             if let Some(be) = obj(self.backends[sp.backend_id]) {
-                be.graph_optimize(&mut sp.graph);
+                be.graph_optimize(&mut sp.graph, &mut self.alloc_deps);
             }
             R::set_graph_uid(&mut sp.graph, next_graph_uid());
+        }
+        if self.alloc_deps.rejected > 0 {
+            crate::log_error!(
+                R,
+                "ggml_backend_sched_split_graph",
+                "a backend's graph_optimize added {} allocation dependencies with a NULL tensor: ignored",
+                self.alloc_deps.rejected
+            );
         }
         Ok(())
     }
 
     /// The graph the allocator sees: per split, a view keeping each input's source alive until the
-    /// copy, then the copy itself, then the split's nodes; with pipeline copies, all input copies
-    /// as leafs first; then the original leafs.
-    fn build_alloc_graph(&mut self, g: &CGraph<R>) {
+    /// copy, then the copy itself, then the split's nodes, each followed (b11118) by views keeping
+    /// the tensors a backend asked for alive until it has run; with pipeline copies, all input
+    /// copies as leafs first; then the original leafs.
+    fn build_alloc_graph(&mut self, g: &CGraph<R>) -> Result<()> {
         std::mem::swap(&mut self.node_backend_ids, &mut self.prev_node_backend_ids);
         std::mem::swap(&mut self.leaf_backend_ids, &mut self.prev_leaf_backend_ids);
         self.nodes.clear();
@@ -207,6 +217,7 @@ impl<R: Rev> Sched<R> {
         self.leaf_backend_ids.clear();
 
         let all_nodes = g.nodes();
+        let mut dep_nodes = 0;
         for si in 0..self.splits.len() {
             let (backend_id, i_start, i_end) = (self.splits[si].backend_id, self.splits[si].i_start, self.splits[si].i_end);
             for k in 0..self.splits[si].inputs.len() {
@@ -222,8 +233,25 @@ impl<R: Rev> Sched<R> {
             for &node in &all_nodes[i_start..i_end] {
                 self.nodes.push(node);
                 self.node_backend_ids.push(self.ids.backend(node));
+                let Some(keep) = self.alloc_deps.of(node) else { continue };
+                // stock: a view of the first kept tensor with up to GGML_MAX_SRC kept tensors as srcs
+                for chunk in keep.chunks(MAX_SRC) {
+                    let dep = self.arena.view_of(chunk[0]);
+                    let d = obj_mut(dep).unwrap();
+                    for (s, &t) in chunk.iter().enumerate() {
+                        d.src[s] = t;
+                    }
+                    self.nodes.push(dep);
+                    self.node_backend_ids.push(backend_id as i32);
+                    dep_nodes += 1;
+                }
             }
         }
+        // stock asserts: an `until` that is not a node of the optimized graph is never reached
+        ensure!(
+            dep_nodes == self.alloc_deps.n_nodes(),
+            "a backend's graph_optimize kept tensors alive until a tensor that is not a node of its split"
+        );
         if self.n_copies > 1 {
             for k in 0..self.graph_inputs.len() {
                 let input = self.graph_inputs[k];
@@ -254,5 +282,6 @@ impl<R: Rev> Sched<R> {
         ag.nodes = self.nodes.as_mut_ptr();
         ag.leafs = self.leafs.as_mut_ptr();
         self.alloc_graph = ag;
+        Ok(())
     }
 }
