@@ -2,8 +2,10 @@
 # Fetch the host packages from npm and extract each into .cache/hosts/<tag>/package.
 # Idempotent. Tags: lm / wsp are the contract's old revisions (llama.rn 0.4.4, whisper.rn
 # 0.4.3); cui / lm12 / wsp7 are the 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9,
-# whisper.rn 0.7.4). `npm pack` never runs a package's postinstall, so llama.rn >= 0.12's
-# prebuilt-native download does not happen here: the sources are in package/cpp.
+# whisper.rn 0.7.4); rn013 is llama.rn 0.13.0-rc.5 (a release candidate: llama.cpp b11118 in
+# upstream layout under package/vendor/llama.cpp, unprefixed ggml; its tarball's sha1, npm's
+# dist.shasum, is checked). `npm pack` never runs a package's postinstall, so llama.rn >= 0.12's
+# prebuilt-native download does not happen here: the sources are in package/cpp (package/vendor).
 # Usage: fetch-hosts.sh [tag...]   (no tag: all of them)
 set -euo pipefail
 
@@ -11,13 +13,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 NPM_DIR="$ROOT/.cache/npm"
 HOSTS_DIR="$ROOT/.cache/hosts"
 
-# tag   npm-spec              tarball name
+# tag   npm-spec                  tarball name                  ggml.h in package/       sha1 (or -)
 ALL_PKGS=(
-  "lm   llama.rn@0.4.4        llama.rn-0.4.4.tgz"
-  "wsp  whisper.rn@0.4.3      whisper.rn-0.4.3.tgz"
-  "cui  cui-llama.rn@1.12.2   cui-llama.rn-1.12.2.tgz"
-  "lm12 llama.rn@0.12.9       llama.rn-0.12.9.tgz"
-  "wsp7 whisper.rn@0.7.4      whisper.rn-0.7.4.tgz"
+  "lm    llama.rn@0.4.4            llama.rn-0.4.4.tgz            cpp/ggml.h               -"
+  "wsp   whisper.rn@0.4.3          whisper.rn-0.4.3.tgz          cpp/ggml.h               -"
+  "cui   cui-llama.rn@1.12.2       cui-llama.rn-1.12.2.tgz       cpp/ggml.h               -"
+  "lm12  llama.rn@0.12.9           llama.rn-0.12.9.tgz           cpp/ggml.h               -"
+  "wsp7  whisper.rn@0.7.4          whisper.rn-0.7.4.tgz          cpp/ggml.h               -"
+  "rn013 llama.rn@0.13.0-rc.5      llama.rn-0.13.0-rc.5.tgz      vendor/llama.cpp/ggml/include/ggml.h 86e9738946289f26af9b8c1f0f6ac079fd6bf041"
 )
 PKGS=()
 if (($#)); then
@@ -37,7 +40,7 @@ mkdir -p "$NPM_DIR" "$HOSTS_DIR"
 
 missing=()
 for entry in "${PKGS[@]}"; do
-  read -r _prefix spec tgz <<<"$entry"
+  read -r _prefix spec tgz _ <<<"$entry"
   if [[ ! -s "$NPM_DIR/$tgz" ]]; then
     missing+=("$spec")
   fi
@@ -50,17 +53,21 @@ if ((${#missing[@]})); then
 fi
 
 for entry in "${PKGS[@]}"; do
-  read -r prefix spec tgz <<<"$entry"
+  read -r prefix spec tgz marker sha1 <<<"$entry"
   dest="$HOSTS_DIR/$prefix"
   stamp="$dest/.extracted-from"
-  if [[ -f "$dest/package/cpp/ggml.h" && -f "$stamp" && "$(cat "$stamp")" == "$tgz" ]]; then
+  if [[ -f "$dest/package/$marker" && -f "$stamp" && "$(cat "$stamp")" == "$tgz" ]]; then
     continue
+  fi
+  if [[ "$sha1" != "-" ]] && ! echo "$sha1  $NPM_DIR/$tgz" | sha1sum -c --quiet - >/dev/null 2>&1; then
+    echo "fetch-hosts: $tgz does not have the pinned sha1 $sha1 (delete it to fetch again)" >&2
+    exit 1
   fi
   echo "fetch-hosts: extracting $tgz -> ${dest#"$ROOT"/}"
   rm -rf "$dest"
   mkdir -p "$dest"
   tar -xzf "$NPM_DIR/$tgz" -C "$dest"
-  [[ -f "$dest/package/cpp/ggml.h" ]] || { echo "fetch-hosts: $dest/package/cpp/ggml.h missing after extraction" >&2; exit 1; }
+  [[ -f "$dest/package/$marker" ]] || { echo "fetch-hosts: $dest/package/$marker missing after extraction" >&2; exit 1; }
   echo "$tgz" >"$stamp"
 done
 

@@ -107,6 +107,14 @@ if [ "${GGML_RS_SKIP_UPSTREAM:-0}" != 1 ]; then
   stage "upstream llama.cpp (test-upstream.sh)" bash scripts/test-upstream.sh
 fi
 
+# llama.rn 0.13.0-rc.5 (npm release candidate; llama.cpp b11118, unprefixed ggml) built from its own
+# source lists stock and on the library (--features ggml-b11118): SmolLM2 tokens + logits, static,
+# shared and plain archives, bit-identical to stock (scripts/test-rn013.sh; docs/llama-rn-0.13.md).
+# GGML_RS_SKIP_RN013=1 skips the stage.
+if [ "${GGML_RS_SKIP_RN013:-0}" != 1 ]; then
+  stage "llama.rn 0.13.0-rc.5 (test-rn013.sh)" bash scripts/test-rn013.sh
+fi
+
 # On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
 # AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
 if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then

@@ -42,10 +42,20 @@ fn upstream_dir() -> PathBuf {
     root().join(".cache/upstream/llama.cpp-stock/ggml")
 }
 
+/// llama.rn 0.13.0-rc.5 (scripts/fetch-hosts.sh rn013): llama.cpp b11118's ggml, unprefixed, in
+/// upstream layout under vendor/llama.cpp.
+const RN013: Pkg = Pkg { tag: "rn013", prefix: "ggml", rev2026: true, caps_mmap: true, include: "ggml-b11118" };
+
+fn rn013_dir() -> PathBuf {
+    root().join(".cache/hosts/rn013/package/vendor/llama.cpp/ggml")
+}
+
 fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
     let tag = pkg.tag;
     let hosts: Vec<PathBuf> = if tag == "upstream" {
         vec![upstream_dir().join("include"), upstream_dir().join("src")]
+    } else if tag == "rn013" {
+        vec![rn013_dir().join("include"), rn013_dir().join("src")]
     } else {
         vec![host_dir(tag)]
     };
@@ -75,6 +85,9 @@ fn probe(pkg: &Pkg, ours: bool) -> BTreeMap<String, u64> {
     cc.args(["-DLM_GGML_RS_NO_LINK_ANCHORS", "-DWSP_GGML_RS_NO_LINK_ANCHORS", "-DGGML_RS_NO_LINK_ANCHORS"]);
     if pkg.rev2026 {
         cc.arg("-DLAYOUT_REV2026");
+    }
+    if tag == "rn013" {
+        cc.arg("-DLAYOUT_B11118");
     }
     // ours always declares mmap_support (written, never read); only the packages that have it print it
     if pkg.caps_mmap {
@@ -295,4 +308,18 @@ fn ggml26_layout_matches_upstream_ggml_v0_20_0() {
     }
     compare("upstream/host", &probe(&UPSTREAM, false), &rust_side::<Ggml26>());
     compare("ggml-2026/ours", &probe(&UPSTREAM, true), &rust_side::<Ggml26>());
+}
+
+/// llama.rn 0.13.0-rc.5 (the `ggml-b11118` feature's layer): v0.20.0's layout (graph_optimize's
+/// slot takes a third parameter, same offset), checked against the package's own headers and
+/// include/ggml-b11118 when scripts/fetch-hosts.sh rn013 has run.
+#[test]
+fn b11118_layout_matches_llama_rn_0_13_0_rc_5() {
+    if !rn013_dir().join("include/ggml.h").exists() {
+        eprintln!("skipped: {} not found (scripts/fetch-hosts.sh rn013)", rn013_dir().display());
+        return;
+    }
+    compare("rn013/host", &probe(&RN013, false), &rust_side::<GgmlB11118>());
+    compare("ggml-b11118/ours", &probe(&RN013, true), &rust_side::<GgmlB11118>());
+    assert_eq!(size_of::<GraphOptimizeParams<GgmlB11118>>(), 16);
 }

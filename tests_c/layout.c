@@ -435,6 +435,9 @@ int main(void) {
             E(OP_FILL), E(OP_SCALE), E(OP_DIAG_MASK_ZERO), E(OP_DIAG_MASK_INF), E(OP_ADD), E(OP_ADD_ID),
             E(OP_ADD1), E(OP_SUB), E(OP_MUL), E(OP_DIV), E(OP_SQR), E(OP_SQRT), E(OP_LOG), E(OP_UNARY),
             E(OP_ROPE), E(OP_ROPE_BACK), E(OP_SILU_BACK), E(OP_RMS_NORM), E(OP_RMS_NORM_BACK),
+#ifdef LAYOUT_B11118
+            E(OP_CLAMP), /* llama.cpp b11118 (llama.rn 0.13.0-rc.5) */
+#endif
             E(OP_SOFT_MAX), E(OP_SOFT_MAX_BACK),
         };
         char key[32];

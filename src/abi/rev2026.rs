@@ -92,9 +92,9 @@ macro_rules! facts_v0_20_0 {
 macro_rules! facts_b11118 {
     () => {
         const SPLIT_INPUTS_SOFT_LIMIT: usize = usize::MAX;
-        // v0.20.0's list + CLAMP
+        // v0.20.0's list with CLAMP (50) after RMS_NORM_BACK, in switch order
         const INPLACE_OPS: &'static [i32] =
-            &[73, 32, 45, 44, 2, 3, 4, 6, 7, 8, 9, 10, 11, 91, 48, 49, 23, 25, 26, 46, 47, 50];
+            &[73, 32, 45, 44, 2, 3, 4, 6, 7, 8, 9, 10, 11, 91, 48, 49, 23, 25, 26, 50, 46, 47];
         type GraphOptimize = Option<GraphOptimizeParamsFn<Self>>;
         const GRAPH_OPTIMIZE_NONE: Option<GraphOptimizeParamsFn<Self>> = None;
         fn graph_optimize(i: &BackendI<Self>) -> Option<GraphOptimizer<Self>> {
@@ -195,3 +195,43 @@ rev_2026!(Lm26, 2, "lm_", "LM_", facts_v0_20_0);
 rev_2026!(Wsp26, 3, "wsp_", "WSP_", facts_v0_20_0);
 rev_2026!(Ggml26, 4, "", "", facts_v0_20_0);
 rev_2026!(GgmlB11118, 5, "", "", facts_b11118);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{AllocDeps, Tensor, MAX_SRC};
+
+    #[test]
+    fn b11118_differs_from_v0_20_0_only_in_its_facts() {
+        assert_eq!(Ggml26::SPLIT_INPUTS_SOFT_LIMIT, 30);
+        assert_eq!(GgmlB11118::SPLIT_INPUTS_SOFT_LIMIT, usize::MAX);
+        assert!(!Ggml26::INPLACE_OPS.contains(&50) && GgmlB11118::INPLACE_OPS.contains(&50));
+        let without_clamp: Vec<i32> = GgmlB11118::INPLACE_OPS.iter().copied().filter(|&op| op != 50).collect();
+        assert_eq!(without_clamp, Ggml26::INPLACE_OPS);
+        assert_eq!(Ggml26::ALLOC_SIZE_MAY_EXPAND_OPS, None);
+        assert_eq!(GgmlB11118::ALLOC_SIZE_MAY_EXPAND_OPS.map(<[i32]>::len), Some(6));
+        assert!(GgmlB11118::META_BUFFER_SET_USAGE && GgmlB11118::SCHED_EVENT_EVERY_SPLIT && GgmlB11118::SCHED_WAIT_PREV_BACKEND);
+        assert!(!Lm26::META_BUFFER_SET_USAGE && !Wsp26::SCHED_EVENT_EVERY_SPLIT && !Ggml26::SCHED_WAIT_PREV_BACKEND);
+        assert_eq!((GgmlB11118::BACKEND_API_VERSION, GgmlB11118::TYPE_COUNT), (Ggml26::BACKEND_API_VERSION, Ggml26::TYPE_COUNT));
+    }
+
+    #[test]
+    fn alloc_deps_keep_each_tensor_once_per_until_node() {
+        let mut ts: Vec<Tensor<GgmlB11118>> = (0..14).map(|_| Tensor::with_layout(0, [1; 4], [4; 4])).collect();
+        let p: Vec<*mut Tensor<GgmlB11118>> = ts.iter_mut().map(|t| t as *mut _).collect();
+        let mut deps = AllocDeps::<GgmlB11118>::default();
+        assert!(deps.is_empty() && deps.n_nodes() == 0);
+        for &t in &p[1..13] {
+            deps.add(t, p[0]);
+        }
+        deps.add(p[1], p[0]); // again: kept once
+        deps.add(p[2], p[13]);
+        assert_eq!(deps.of(p[0]).map(<[_]>::len), Some(12));
+        assert_eq!(deps.of(p[13]), Some(&[p[2]][..]));
+        assert_eq!(deps.of(p[5]), None);
+        // 12 kept tensors: ceil(12 / MAX_SRC) nodes, + 1 for p[13]
+        assert_eq!(deps.n_nodes(), 12usize.div_ceil(MAX_SRC) + 1);
+        deps.clear();
+        assert!(deps.is_empty() && deps.of(p[0]).is_none());
+    }
+}
