@@ -70,6 +70,16 @@ check_linked() {
     return 1
   fi
   echo "rn013: ok   ours links the library, not ggml-backend.cpp / -reg.cpp"
+  # every C function stock's two files define is exported by the library
+  local stock_objs missing
+  stock_objs=$(find "$BUILD/CMakeFiles/rn013_core_stock.dir" -name ggml-backend.cpp.o -o -name ggml-backend-reg.cpp.o)
+  missing=$(comm -23 <(nm --defined-only -g $stock_objs | awk '$2 ~ /[TW]/ && $3 !~ /^_Z/ {print $3}' | sort -u) \
+                     <(nm -D --defined-only "$LIB/libggml_backend_rs.so" | awk '{print $3}' | sort -u))
+  if [[ -n "$missing" ]]; then
+    echo "rn013: FAIL not exported by the library:" $missing >&2
+    return 1
+  fi
+  echo "rn013: ok   the library exports all $(nm --defined-only -g $stock_objs | awk '$2 ~ /[TW]/ && $3 !~ /^_Z/' | wc -l) C functions of stock's ggml-backend.cpp / -reg.cpp"
 }
 step "ours links the library" check_linked
 
