@@ -234,6 +234,8 @@ pub fn op_name<R: Rev>(op: i32) -> String {
 
 /// b11118's `buffer_set_usage` on a meta buffer: the host's `ggml_backend_meta_buffer_set_usage`
 /// when `buffer` is one of its meta buffers (nothing when the host has no meta backend).
+// A non-NULL handle from C (checked by the caller), passed on to the host (trust model in abi::vtable).
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn meta_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) {
     let core = host::<R>().core();
     if let (Some(is_meta), Some(set_usage)) = (core.buffer_is_meta, core.meta_buffer_set_usage) {

@@ -85,6 +85,7 @@ macro_rules! facts_v0_20_0 {
 ///   `ggml_backend_meta_buffer_set_usage`);
 /// - `compute_splits` waits for the previous backend before a split without inputs on another
 ///   backend, and records each split's event whether or not it had inputs.
+///
 /// Not facts of the layer's ABI: the capacity-growth messages went from WARN to DEBUG (ours logs
 /// none), `sched_alloc_graph` returns false when the reserve fails (ours always did), the
 /// MUL_MAT_ID expert copy skips an empty ids tensor (ours copies whole inputs), and `load_best`
@@ -210,8 +211,8 @@ mod tests {
         assert_eq!(without_clamp, Ggml26::INPLACE_OPS);
         assert_eq!(Ggml26::ALLOC_SIZE_MAY_EXPAND_OPS, None);
         assert_eq!(GgmlB11118::ALLOC_SIZE_MAY_EXPAND_OPS.map(<[i32]>::len), Some(6));
-        assert!(GgmlB11118::META_BUFFER_SET_USAGE && GgmlB11118::SCHED_EVENT_EVERY_SPLIT && GgmlB11118::SCHED_WAIT_PREV_BACKEND);
-        assert!(!Lm26::META_BUFFER_SET_USAGE && !Wsp26::SCHED_EVENT_EVERY_SPLIT && !Ggml26::SCHED_WAIT_PREV_BACKEND);
+        const { assert!(GgmlB11118::META_BUFFER_SET_USAGE && GgmlB11118::SCHED_EVENT_EVERY_SPLIT && GgmlB11118::SCHED_WAIT_PREV_BACKEND) };
+        const { assert!(!Lm26::META_BUFFER_SET_USAGE && !Wsp26::SCHED_EVENT_EVERY_SPLIT && !Ggml26::SCHED_WAIT_PREV_BACKEND) };
         assert_eq!((GgmlB11118::BACKEND_API_VERSION, GgmlB11118::TYPE_COUNT), (Ggml26::BACKEND_API_VERSION, Ggml26::TYPE_COUNT));
     }
 
