@@ -143,6 +143,7 @@ pub struct CoreFns<R: Rev> {
 /// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`.
 pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
 
+#[cfg(feature = "simd")]
 /// The host ggml-cpu's own quantizer of activations to Q8_K (`quantize_row_q8_K`), or `None`
 /// without ggml-cpu. The SIMD backend's K-quant products use it so that their activations are
 /// rounded as stock's are: ggml's reference quantizer is plain C whose `iscale * x + 1.5 * 2^23`
@@ -151,6 +152,7 @@ pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
 #[derive(Clone, Copy, Debug)]
 pub struct HostQ8K(FromFloat);
 
+#[cfg(feature = "simd")]
 impl HostQ8K {
     /// Quantizes `src` (`dst.len() * 256` values) with the host's function.
     pub fn quantize(self, src: &[f32], dst: &mut [crate::simd::quant::BlockQ8K]) {
@@ -161,6 +163,7 @@ impl HostQ8K {
     }
 }
 
+#[cfg(feature = "simd")]
 /// [`HostQ8K`] of revision `R`'s host, looked up once.
 pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
     /// `GGML_TYPE_Q8_K`, numbered alike in every revision.
