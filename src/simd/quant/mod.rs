@@ -481,6 +481,13 @@ pub(crate) mod x86_util {
 
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
+    pub(crate) fn load_u8x32(b: &[u8; 32]) -> __m256i {
+        // SAFETY: `b` is 32 readable bytes; loadu has no alignment requirement.
+        unsafe { _mm256_loadu_si256(b.as_ptr() as *const __m256i) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
     pub(crate) fn store_i8x32(b: &mut [i8; 32], v: __m256i) {
         // SAFETY: `b` is 32 writable bytes; storeu has no alignment requirement.
         unsafe { _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, v) }

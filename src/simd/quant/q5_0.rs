@@ -38,6 +38,19 @@ pub(crate) fn quants5(qs: &[u8; QK / 2], qh: &[u8; 4]) -> [u8; QK] {
     })
 }
 
+/// Packs 32 quants (0..=31, `q(j)` for element `j`) into Q5's nibbles and fifth-bit word.
+pub(crate) fn pack5(q: impl Fn(usize) -> u8) -> ([u8; QK / 2], [u8; 4]) {
+    let mut qs = [0u8; QK / 2];
+    let mut qh = 0u32;
+    for j in 0..QK / 2 {
+        let (xi0, xi1) = (q(j), q(j + QK / 2));
+        qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
+        qh |= (((xi0 & 0x10) >> 4) as u32) << j;
+        qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
+    }
+    (qs, qh.to_le_bytes())
+}
+
 /// Quantizes `src` (`dst.len() * 32` values) exactly like ggml's `quantize_row_q5_0_ref`: the
 /// value of largest magnitude maps to -16, and the unrounded f32 scale is used for the quants.
 pub fn quantize_row(src: &[f32], dst: &mut [BlockQ5_0]) {
@@ -54,15 +67,7 @@ pub fn quantize_row(src: &[f32], dst: &mut [BlockQ5_0]) {
         let d = max / -16.0;
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         y.d = fp32_to_fp16(d);
-        let mut qh = 0u32;
-        for j in 0..QK / 2 {
-            let xi0 = ((x[j] * id + 16.5) as i8).min(31) as u8;
-            let xi1 = ((x[j + QK / 2] * id + 16.5) as i8).min(31) as u8;
-            y.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
-            qh |= (((xi0 & 0x10) >> 4) as u32) << j;
-            qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
-        }
-        y.qh = qh.to_le_bytes();
+        (y.qs, y.qh) = pack5(|j| ((x[j] * id + 16.5) as i8).min(31) as u8);
     }
 }
 

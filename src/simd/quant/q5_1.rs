@@ -2,7 +2,7 @@
 //! fifth bit per value in one 32-bit word. whisper.cpp's usual quantized model format.
 
 use super::f16::{fp16_to_fp32, fp32_to_fp16};
-use super::q5_0::quants5;
+use super::q5_0::{pack5, quants5};
 use super::q8_1::BlockQ8_1;
 use super::{QuantBlock, QK};
 use crate::simd::cpu_features::SimdLevel;
@@ -48,15 +48,7 @@ pub fn quantize_row(src: &[f32], dst: &mut [BlockQ5_1]) {
         let id = if d != 0.0 { 1.0 / d } else { 0.0 };
         y.d = fp32_to_fp16(d);
         y.m = fp32_to_fp16(min);
-        let mut qh = 0u32;
-        for j in 0..QK / 2 {
-            let xi0 = ((x[j] - min) * id + 0.5) as u8;
-            let xi1 = ((x[j + QK / 2] - min) * id + 0.5) as u8;
-            y.qs[j] = (xi0 & 0x0F) | ((xi1 & 0x0F) << 4);
-            qh |= (((xi0 & 0x10) >> 4) as u32) << j;
-            qh |= (((xi1 & 0x10) >> 4) as u32) << (j + QK / 2);
-        }
-        y.qh = qh.to_le_bytes();
+        (y.qs, y.qh) = pack5(|j| ((x[j] - min) * id + 0.5) as u8);
     }
 }
 

@@ -23,7 +23,7 @@
 use super::super::acts::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::q8_k::BlockQ8K;
-use crate::simd::quant::x86_util::hsum_ps;
+use crate::simd::quant::x86_util::{hsum_ps, load_i8x32, load_u8x32};
 use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, QuantBlock, Q4K};
 use std::arch::x86_64::*;
 
@@ -47,20 +47,10 @@ pub unsafe trait Avx2KTile: 'static {
     unsafe fn min_ints(p: &Self::Prep, a: &BlockQ8K) -> __m128i;
 }
 
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn load32(p: &[i8]) -> __m256i {
-    assert!(p.len() >= 32);
-    // SAFETY: 32 readable bytes (asserted); loadu has no alignment requirement.
-    unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
-}
-
-#[inline]
-#[target_feature(enable = "avx2,fma,f16c")]
-fn load32u(p: &[u8]) -> __m256i {
-    assert!(p.len() >= 32);
-    // SAFETY: as load32.
-    unsafe { _mm256_loadu_si256(p.as_ptr() as *const __m256i) }
+/// 32-value group `g` of a super-block's bytes.
+#[inline(always)]
+fn group<T>(v: &[T], g: usize) -> &[T; 32] {
+    &v.as_chunks::<32>().0[g]
 }
 
 /// `bsums` as 16 i16.
@@ -93,7 +83,7 @@ unsafe impl Avx2KTile for Q4K {
         let mut sc = [_mm256_setzero_si256(); 8];
         let mut mins = [0i16; 8];
         for j in 0..4 {
-            let bits = load32u(&w.qs[32 * j..]);
+            let bits = load_u8x32(group(&w.qs, j));
             q[2 * j] = _mm256_and_si256(bits, m4);
             q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
         }
@@ -115,7 +105,7 @@ unsafe impl Avx2KTile for Q4K {
         let mut sumi = _mm256_setzero_si256();
         for g in 0..8 {
             // nibble times quant fits i16 pairwise (15 * 128 * 2), then times the 6-bit scale
-            let p16 = _mm256_maddubs_epi16(p.q[g], load32(&a.qs[32 * g..]));
+            let p16 = _mm256_maddubs_epi16(p.q[g], load_i8x32(group(&a.qs, g)));
             sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p.sc[g], p16));
         }
         sumi
@@ -160,9 +150,8 @@ unsafe impl<const PER_SUBBLOCK: bool> Avx2KTile for Q6KOrder<PER_SUBBLOCK> {
         let mut q = [_mm256_setzero_si256(); 8];
         let mut sc = [_mm256_setzero_si256(); 8];
         for j in 0..2 {
-            let b1 = load32u(&w.ql[64 * j..]);
-            let b2 = load32u(&w.ql[64 * j + 32..]);
-            let bh = load32u(&w.qh[32 * j..]);
+            let (b1, b2) = (load_u8x32(group(&w.ql, 2 * j)), load_u8x32(group(&w.ql, 2 * j + 1)));
+            let bh = load_u8x32(group(&w.qh, j));
             let h0 = _mm256_slli_epi16::<4>(_mm256_and_si256(bh, m3));
             let h1 = _mm256_slli_epi16::<2>(_mm256_and_si256(bh, _mm256_set1_epi8(12)));
             let h2 = _mm256_and_si256(bh, _mm256_set1_epi8(48));
@@ -189,7 +178,7 @@ unsafe impl<const PER_SUBBLOCK: bool> Avx2KTile for Q6KOrder<PER_SUBBLOCK> {
     unsafe fn ints(p: &Q6KPrep, a: &BlockQ8K) -> __m256i {
         let mut sumi = _mm256_setzero_si256();
         for g in 0..8 {
-            let q8 = load32(&a.qs[32 * g..]);
+            let q8 = load_i8x32(group(&a.qs, g));
             // 6-bit quant times quant fits i16 pairwise (63 * 128 * 2)
             let mut p16 = _mm256_maddubs_epi16(p.q[g], q8);
             if !PER_SUBBLOCK {
@@ -224,21 +213,23 @@ pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[
     assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut acc_m = [[_mm_setzero_ps(); C]; R];
+    // ggml: acc = fma(y.d * x.d, float(ints), acc); acc_m = fma(-y.d * x.dmin, float(mins), acc_m)
+    let step = |acc: &mut __m256, acc_m: &mut __m128, p: &F::Prep, (dw, mw): (f32, f32), ab: &BlockQ8K| {
+        let da = ab.scale();
+        // SAFETY (ints, min_ints): AVX2 by this function's contract.
+        *acc = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(unsafe { F::ints(p, ab) }), *acc);
+        if F::HAS_MIN {
+            *acc_m = _mm_fmadd_ps(_mm_set1_ps(-da * mw), _mm_cvtepi32_ps(unsafe { F::min_ints(p, ab) }), *acc_m);
+        }
+    };
     for b in 0..nb {
         if C == 1 {
             // one column (decoding): each super-block unpacked and used at once, in registers
             let ab = &a.blocks[c0 * nb + b];
-            let da = ab.scale();
             for r in 0..R {
-                // SAFETY (prep, ints, min_ints): AVX2 by this function's contract.
+                // SAFETY: AVX2 by this function's contract.
                 let p = unsafe { F::prep(&w[r][b]) };
-                let (dw, mw) = F::scales(&w[r][b]);
-                let sumi = unsafe { F::ints(&p, ab) };
-                acc[r][0] = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(sumi), acc[r][0]);
-                if F::HAS_MIN {
-                    let prod = unsafe { F::min_ints(&p, ab) };
-                    acc_m[r][0] = _mm_fmadd_ps(_mm_set1_ps(-da * mw), _mm_cvtepi32_ps(prod), acc_m[r][0]);
-                }
+                step(&mut acc[r][0], &mut acc_m[r][0], &p, F::scales(&w[r][b]), ab);
             }
             continue;
         }
@@ -247,15 +238,8 @@ pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[
         let sc: [(f32, f32); R] = std::array::from_fn(|r| F::scales(&w[r][b]));
         for c in 0..C {
             let ab = &a.blocks[(c0 + c) * nb + b];
-            let da = ab.scale();
             for r in 0..R {
-                let sumi = unsafe { F::ints(&prep[r], ab) };
-                // ggml: d = y.d * x.d; dmin = -y.d * x.dmin
-                acc[r][c] = _mm256_fmadd_ps(_mm256_set1_ps(da * sc[r].0), _mm256_cvtepi32_ps(sumi), acc[r][c]);
-                if F::HAS_MIN {
-                    let prod = unsafe { F::min_ints(&prep[r], ab) };
-                    acc_m[r][c] = _mm_fmadd_ps(_mm_set1_ps(-da * sc[r].1), _mm_cvtepi32_ps(prod), acc_m[r][c]);
-                }
+                step(&mut acc[r][c], &mut acc_m[r][c], &prep[r], sc[r], ab);
             }
         }
     }

@@ -51,7 +51,13 @@ pub(crate) unsafe trait Avx512Tile: Avx2Tile {
     fn qs(a: &Self::A) -> &[i8; 32];
     /// Blocks of two rows as one register: row 0's bytes in the low half, row 1's in the high;
     /// with [`Self::HIGH_X16`] a row's high nibbles (elements 16..32) stay in bits 4..8.
-    unsafe fn pair(w0: &Self::W, w1: &Self::W) -> __m512i;
+    /// By default [`Self::bytes`] of both blocks side by side.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
+    unsafe fn pair(w0: &Self::W, w1: &Self::W) -> __m512i {
+        // SAFETY: AVX2 by this function's contract.
+        unsafe { join256(Self::bytes(w0), Self::bytes(w1)) }
+    }
     /// Whether [`Self::pair`] leaves the high nibbles in place: 16 times their value, so the
     /// integer sums of lanes 4..8 of each half are 16 times ggml's (see [`matvec`]).
     const HIGH_X16: bool;
@@ -225,12 +231,6 @@ unsafe impl Avx512Tile for Q5_0 {
     fn qs(a: &BlockQ8_0) -> &[i8; 32] {
         &a.qs
     }
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    unsafe fn pair(w0: &BlockQ5_0, w1: &BlockQ5_0) -> __m512i {
-        // SAFETY: AVX2 by this function's contract.
-        unsafe { join256(Self::bytes(w0), Self::bytes(w1)) }
-    }
     const HIGH_X16: bool = false;
     #[inline]
     fn pair_scale_bits(w0: &BlockQ5_0, w1: &BlockQ5_0) -> u64 {
@@ -256,12 +256,6 @@ unsafe impl Avx512Tile for Q5_1 {
     #[inline]
     fn qs(a: &BlockQ8_1) -> &[i8; 32] {
         &a.qs
-    }
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,avx2,fma,f16c")]
-    unsafe fn pair(w0: &BlockQ5_1, w1: &BlockQ5_1) -> __m512i {
-        // SAFETY: AVX2 by this function's contract.
-        unsafe { join256(Self::bytes(w0), Self::bytes(w1)) }
     }
     const HIGH_X16: bool = false;
     #[inline]

@@ -205,15 +205,8 @@ impl NeonTile for Q5_0 {
     const HAS_MIN: bool = false;
     #[inline(always)]
     fn quants(w: &BlockQ5_0) -> [int8x16_t; 2] {
-        let [lo, hi] = fifth_bits(&w.qh);
-        let raw = load_u8x16(&w.qs);
         // SAFETY: NEON intrinsics (aarch64 baseline).
-        unsafe {
-            let sixteen = vdupq_n_s8(16);
-            let lo = vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0F)), lo);
-            let hi = vorrq_u8(vshrq_n_u8::<4>(raw), hi);
-            [vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen)]
-        }
+        quants5(&w.qs, &w.qh).map(|q| unsafe { vsubq_s8(q, vdupq_n_s8(16)) })
     }
     #[inline(always)]
     fn scale(w: &BlockQ5_0) -> f32 {
@@ -263,10 +256,7 @@ impl NeonTile for Q5_1 {
     const SPLIT_MIN: bool = true;
     #[inline(always)]
     fn quants(w: &BlockQ5_1) -> [int8x16_t; 2] {
-        let [lo, hi] = fifth_bits(&w.qh);
-        let raw = load_u8x16(&w.qs);
-        // SAFETY: NEON intrinsics (aarch64 baseline).
-        unsafe { [vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0F)), lo)), vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8::<4>(raw), hi))] }
+        quants5(&w.qs, &w.qh)
     }
     #[inline(always)]
     fn scale(w: &BlockQ5_1) -> f32 {
@@ -285,6 +275,15 @@ impl NeonTile for Q5_1 {
         // as Q4_1's: sumf += (dw*da)*sumi + mw*sa
         sumf + (dw * da).mul_add(sumi as f32, mw * sa)
     }
+}
+
+/// A Q5 block's 5-bit quants (0..=31) as bytes: elements 0..16, 16..32.
+#[inline(always)]
+fn quants5(qs: &[u8; 16], qh: &[u8; 4]) -> [int8x16_t; 2] {
+    let [lo, hi] = fifth_bits(qh);
+    let raw = load_u8x16(qs);
+    // SAFETY: NEON intrinsics (aarch64 baseline).
+    unsafe { [vreinterpretq_s8_u8(vorrq_u8(vandq_u8(raw, vdupq_n_u8(0x0F)), lo)), vreinterpretq_s8_u8(vorrq_u8(vshrq_n_u8::<4>(raw), hi))] }
 }
 
 /// A Q5 block's fifth bits as 16 in the bytes whose bit is set: elements 0..16, 16..32.
