@@ -26,6 +26,8 @@ host="$1"; out="$2"; stock="$3"; simd="$4"; shift 4
 mkdir -p "$out"
 
 if [[ "$host" == llama ]]; then P=LM_; else P=WSP_; fi
+# an unprefixed host (llama.rn 0.13, upstream) reads GGML_SCHED_DEBUG: GGML_RS_SIMD_ENV_PREFIX=
+P="${GGML_RS_SIMD_ENV_PREFIX-$P}"
 
 extra=()
 [[ "$host" == llama ]] && extra=(--prompt-logits "$out/stock_prompt.f32")
