@@ -103,14 +103,15 @@ for l in open(log, errors="replace"):
             graphs.append(cur)
         backend = m.group(2)
         continue
-    m = re.match(r"node #\s*\d+ \(\s*([A-Z_0-9]+)\):\s*(\S+) \(.*?\) \[\s*(\S+)", l)
+    # node #  i (    OP):   name (size) [backend ]:   src0 (size) [backend ] ...
+    m = re.match(r"node #\s*\d+ \(\s*([A-Z_0-9]+)\):\s*\S+ \(.*?\) \[\s*(\S+)\s*\]:\s*(\S+)", l)
     if m and cur is not None:
-        op, name, be = m.groups()
+        op, be, src0 = m.groups()
         cur["n"] += 1
         if op == "MUL_MAT":
             cur["mm"][be] += 1
-            if be != "SIMD":
-                cur["mmw"][re.sub(r"-\d+$", "", name)] += 1
+            if be != "SIMD":  # by weight, blk.<i>. dropped (names cut at 20 characters)
+                cur["mmw"][re.sub(r"\.w[a-z]*$", "", re.sub(r"^blk\.\d+\.", "", src0))] += 1
         if be != "SIMD":
             cur["off"][op] += 1
 seen = set()
