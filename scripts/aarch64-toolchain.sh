@@ -23,16 +23,24 @@ aarch64_toolchain() {
 
 # Cross-builds the library for $TARGET and, into <build dir>, the named CMake targets with the
 # host ggml cores compiled by clang for $HOST_FLAGS (scripts/aarch64-clang.cmake); <host tests>
-# (ON/OFF) adds the real hosts' drivers. Reads ROOT, JOBS and HOST_FLAGS from the caller.
+# (ON/OFF) adds the real hosts' drivers. Reads ROOT, JOBS and HOST_FLAGS from the caller, and
+# optionally AARCH64_FEATURES (cargo features, e.g. lm-2026,wsp-2026 for the 2026 hosts: the
+# library then goes to target/rev2026 as scripts/test-rev2026.sh's) and the array
+# AARCH64_CMAKE_ARGS (extra configure arguments, e.g. -DGGML_RS_REV2026=ON).
 #   aarch64_build <build dir> <ON|OFF> <cmake targets...>
 aarch64_build() {
-    local dir="$1" host_tests="$2"
+    local dir="$1" host_tests="$2" tdir="$ROOT/target" feat=()
     shift 2
-    cargo build --release --target "$TARGET" -j "$JOBS"
+    if [[ -n "${AARCH64_FEATURES:-}" ]]; then
+        tdir="$ROOT/target/rev2026"
+        feat=(--features "$AARCH64_FEATURES")
+    fi
+    CARGO_TARGET_DIR="$tdir" cargo build --release --target "$TARGET" -j "$JOBS" "${feat[@]}"
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
-        -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/$TARGET/release" \
-        -DGGML_RS_HOST_TESTS="$host_tests" "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS"
+        -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$tdir/$TARGET/release" \
+        -DGGML_RS_HOST_TESTS="$host_tests" "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS" \
+        ${AARCH64_CMAKE_ARGS[@]+"${AARCH64_CMAKE_ARGS[@]}"}
     cmake --build "$dir" -j "$JOBS" --target "$@"
 }
 

@@ -16,6 +16,9 @@
 //                     [-t THREADS=2] [-c N_CTX=1024] [-u N_UBATCH=512] [--text] [-v]
 //                     [--prompt-logits FILE] [--prompt-file FILE [--chat [--no-eog-stop]]]
 //                     [--flash-attn on|off|auto]   (2026 llama.cpp only; default auto)
+//                     [--no-repack]   (2026 llama.cpp only: weights in plain CPU buffers, not
+//                                      repacked into ggml-cpu's CPU_REPACK ones; llama.cpp's
+//                                      --no-repack, llama_model_params.use_extra_bufts = false)
 
 #include "llama_run.h"
 
@@ -30,7 +33,7 @@
 static void usage(const char * argv0) {
     fprintf(stderr,
             "usage: %s -m MODEL -o OUT [-p N_PROMPT] [-n N_GEN] [-t THREADS] [-c N_CTX] [-u N_UBATCH] [--text] "
-            "[--prompt-logits FILE] [--prompt-file FILE [--chat [--no-eog-stop]]] [--flash-attn on|off|auto] [-v]\n",
+            "[--prompt-logits FILE] [--prompt-file FILE [--chat [--no-eog-stop]]] [--flash-attn on|off|auto] [--no-repack] [-v]\n",
             argv0);
     exit(2);
 }
@@ -68,6 +71,7 @@ int main(int argc, char ** argv) {
         else if (a == "--chat") prompt.chat = prompt.stop_at_eog = true;
         else if (a == "--no-eog-stop") no_eog_stop = true;
         else if (a == "-v") job.verbose = true;
+        else if (a == "--no-repack") job.repack = false;
         else if (a == "--flash-attn") {
             std::string v = next();
             job.flash_attn = v == "on" ? 1 : v == "off" ? 0 : v == "auto" ? -1 : -2;

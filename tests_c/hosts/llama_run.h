@@ -22,6 +22,8 @@ struct llama_job {
     bool text = false;              // detokenize the generated tokens into llama_report::text
     bool verbose = false;
     int flash_attn = -1;            // 2026 llama.cpp only: -1 auto (its default), 0 off, 1 on
+    bool repack = true;             // 2026 llama.cpp only: false = llama_model_params.use_extra_bufts
+                                    // off, no weight repacking (ggml-cpu's CPU_REPACK buffers)
 };
 
 // What to feed as the prompt.

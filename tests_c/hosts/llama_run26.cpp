@@ -136,6 +136,7 @@ llama_session * llama_session_open(const llama_job & job) {
 
     llama_model_params mparams = llama_model_default_params();
     mparams.n_gpu_layers = 0;
+    mparams.use_extra_bufts = job.repack;
     s->model = llama_model_load_from_file(job.model_path.c_str(), mparams);
     if (!s->model) {
         fprintf(stderr, "llama: failed to load %s\n", job.model_path.c_str());

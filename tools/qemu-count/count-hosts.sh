@@ -20,6 +20,7 @@ JOBS="${JOBS:-2}"
 HOSTS="${HOSTS:-llama whisper}"
 HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+fp16+dotprod}"
 source scripts/aarch64-toolchain.sh
+source tools/qemu-count/common.sh
 aarch64_toolchain "aarch64-linux-gnu-g++ clang ninja" g++-aarch64-linux-gnu clang ninja-build cmake
 bash scripts/fetch-hosts.sh
 bash scripts/fetch-models.sh >/dev/null
@@ -31,15 +32,14 @@ bin="$BUILD_DIR/tests_c/hosts"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
-count() {  # mode name driver args...: writes $tmp/name.mode.cnt (the plugin's line) and .out
+count() {  # mode name driver args...: qc_run name.mode (common.sh)
   local mode="$1" name="$2" drv="$3"; shift 3
   local exe="$bin/${drv}_stock" env=()
   [[ "$mode" == simd ]] && exe="$bin/${drv}_static" env=(GGML_RS_SIMD=1)
-  env "${env[@]}" qemu-aarch64 -L /usr/aarch64-linux-gnu -plugin "$plugin,out=$tmp/$name.$mode.cnt" \
-      "$exe" "$@" -t 1 -o "$tmp/$name.$mode.out" >/dev/null 2>&1
+  qc_run "$name.$mode" "$exe" ${env[@]+"${env[@]}"} -- "$@"
 }
-n() { sed -E 's/.*insns=([0-9]+).*/\1/' "$tmp/$1.cnt"; }
-same() { cmp -s "$tmp/$1.stock.out" "$tmp/$1.simd.out" && echo bit-identical || echo DIFFERENT; }
+n() { qc_insns "$1"; }
+same() { qc_same "$1.stock" "$1.simd"; }
 
 llama=(-m "$M/SmolLM2-135M-Instruct.Q4_1.gguf")
 # the two backends side by side (the plugin's counters are per process); whisper base takes
