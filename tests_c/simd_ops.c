@@ -199,10 +199,10 @@ int main(void) {
     /* K-quants: rows of whole 256-value super-blocks (odd row counts, decoding, batches, a
        broadcast over heads), subnormal super-scales */
     {
-        enum G(type) ktypes[] = { C(TYPE_Q4_K), C(TYPE_Q6_K) };
-        const char * knames[] = { "q4_K", "q6_K" };
+        enum G(type) ktypes[] = { C(TYPE_Q4_K), C(TYPE_Q5_K), C(TYPE_Q6_K) };
+        const char * knames[] = { "q4_K", "q5_K", "q6_K" };
         int64_t kshapes[][4] = { {256, 7, 1, 1}, {640, 0, 0, 0}, {768, 33, 17, 1}, {2048, 40, 64, 1}, {512, 9, 5, 2}, {256, 16, 3, 1} };
-        for (int w = 0; w < 2; w++) {
+        for (int w = 0; w < 3; w++) {
             for (int s = 0; s < 6; s++) {
                 if (kshapes[s][1] == 0) continue; /* (640: not whole super-blocks; Gemma 3 270M keeps those in Q5_0) */
                 ctx_t * c = new_ctx();
@@ -337,10 +337,12 @@ int main(void) {
         GB(buffer_free)(buf);
         G(free)(c);
     }
-    for (int w = 0; w < n_wtypes + 2; w++) {
-        /* the legacy formats, then Q4_K and Q6_K (rows of one 256-value super-block) */
-        enum G(type) ty = w < n_wtypes ? wtypes[w] : (w == n_wtypes ? C(TYPE_Q4_K) : C(TYPE_Q6_K));
-        const char * tyname = w < n_wtypes ? wnames[w] : (w == n_wtypes ? "q4_K" : "q6_K");
+    for (int w = 0; w < n_wtypes + 3; w++) {
+        /* the legacy formats, then Q4_K, Q5_K and Q6_K (rows of one 256-value super-block) */
+        enum G(type) gktypes[] = { C(TYPE_Q4_K), C(TYPE_Q5_K), C(TYPE_Q6_K) };
+        const char * gknames[] = { "q4_K", "q5_K", "q6_K" };
+        enum G(type) ty = w < n_wtypes ? wtypes[w] : gktypes[w - n_wtypes];
+        const char * tyname = w < n_wtypes ? wnames[w] : gknames[w - n_wtypes];
         ctx_t * c = new_ctx();
         tensor_t * a = t4(c, ty, w < n_wtypes ? 64 : 256, 20, 1, 1);
         tensor_t * idx = G(new_tensor_1d)(c, C(TYPE_I32), 5);

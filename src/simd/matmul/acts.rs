@@ -287,7 +287,7 @@ impl QuantizedActs {
                     offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
-            WType::Q4K | WType::Q6K => {
+            WType::Q4K | WType::Q5K | WType::Q6K => {
                 assert!(k.is_multiple_of(q8_k::QK_K), "k = {k} is not a multiple of {}", q8_k::QK_K);
                 self.kind = QKind::Q8K;
                 let nb = k / q8_k::QK_K;

@@ -59,7 +59,7 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
                 q8_0::dequantize_row(&blocks, row);
             }
         }),
-        WType::Q4K | WType::Q6K => ROUND_Q8K.with(|b| {
+        WType::Q4K | WType::Q5K | WType::Q6K => ROUND_Q8K.with(|b| {
             use crate::simd::quant::q8_k;
             let mut blocks = b.borrow_mut();
             blocks.resize(k / q8_k::QK_K, crate::simd::quant::BlockQ8K::default());

@@ -55,6 +55,7 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         WType::Q4K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        WType::Q5K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q5K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         WType::Q6K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q6K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
