@@ -81,6 +81,11 @@ impl TestWeights {
                     crate::simd::quant::q4_k::dequantize_row_at(SimdLevel::Portable, &b, out);
                     put(row, &b);
                 }
+                WType::IQ4NL => {
+                    let b = crate::simd::quant::iq4_nl::random_blocks(rng, k / QK, f);
+                    crate::simd::quant::iq4_nl::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
                 WType::Q5K => {
                     let b = crate::simd::quant::q5_k::random_blocks(rng, k / 256, f);
                     crate::simd::quant::q5_k::dequantize_row_at(SimdLevel::Portable, &b, out);
@@ -281,6 +286,19 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
                         }
                     }
                 }
+                WType::IQ4NL => {
+                    use crate::simd::quant::{iq4_nl, BlockIQ4NL};
+                    let wr: &[BlockIQ4NL] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for (c, &x) in iq4_nl::values(bx).iter().enumerate() {
+                            si += x as i64 * by.qs[c] as i64;
+                            sa += (x as i64 * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64;
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64;
+                    }
+                }
                 WType::Q8_0 => {
                     let wr: &[BlockQ8_0] = blocks_from_bytes(w.row(i));
                     for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
@@ -406,6 +424,13 @@ fn mul_mat_matches_reference_small() {
 #[test]
 fn k_quants_match_reference() {
     check_types(&[WType::Q4K, WType::Q5K, WType::Q6K], &[256, 768], &[1, 7, 33], &[1, 3, 17]);
+}
+
+/// IQ4_NL (odd and even block counts: ggml's SIMD kernels pair blocks and leave a scalar tail)
+/// on every level and path.
+#[test]
+fn iq4_nl_matches_reference() {
+    check_types(&[WType::IQ4NL], &[32, 96, 576], &[1, 7, 33], &[1, 3, 17]);
 }
 
 #[test]

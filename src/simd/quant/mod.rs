@@ -1,5 +1,5 @@
 //! ggml's block quantization formats as plain Rust over slices: the 32-value formats (Q4_0,
-//! Q4_1, Q5_0, Q5_1, Q8_0 and the activations' Q8_1), the 256-value K-quants (Q4_K, Q5_K, Q6_K
+//! Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and the activations' Q8_1), the 256-value K-quants (Q4_K, Q5_K, Q6_K
 //! and the activations' Q8_K), and half floats.
 //!
 //! Each format module has the `#[repr(C)]` block (same size and field offsets as
@@ -12,6 +12,7 @@
 //! lets tests pick the level. The ISA kernels of the products are in `simd::matmul`.
 
 pub mod f16;
+pub mod iq4_nl;
 pub mod q4_0;
 pub mod q4_1;
 pub mod q4_k;
@@ -23,6 +24,7 @@ pub mod q8_1;
 pub mod q8_k;
 pub mod q6_k;
 
+pub use iq4_nl::BlockIQ4NL;
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
 pub use q5_0::BlockQ5_0;
@@ -51,6 +53,7 @@ pub mod type_id {
     pub const Q4_K: i32 = 12;
     pub const Q5_K: i32 = 13;
     pub const Q6_K: i32 = 14;
+    pub const IQ4_NL: i32 = 20;
     pub const I32: i32 = 26;
 }
 
@@ -68,6 +71,7 @@ pub enum WType {
     Q4K,
     Q5K,
     Q6K,
+    IQ4NL,
 }
 
 impl WType {
@@ -85,6 +89,7 @@ impl WType {
             t::Q4_K => Some(WType::Q4K),
             t::Q5_K => Some(WType::Q5K),
             t::Q6_K => Some(WType::Q6K),
+            t::IQ4_NL => Some(WType::IQ4NL),
             _ => None,
         }
     }
@@ -93,7 +98,7 @@ impl WType {
     pub const fn block_len(self) -> usize {
         match self {
             WType::F32 | WType::F16 => 1,
-            WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => QK,
+            WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 | WType::IQ4NL => QK,
             WType::Q4K | WType::Q5K | WType::Q6K => q8_k::QK_K,
         }
     }
@@ -111,6 +116,7 @@ impl WType {
             WType::Q4K => <Q4K as Format>::W::BYTES,
             WType::Q5K => <Q5K as Format>::W::BYTES,
             WType::Q6K => <Q6K as Format>::W::BYTES,
+            WType::IQ4NL => <IQ4NL as Format>::W::BYTES,
         }
     }
 
@@ -150,6 +156,7 @@ impl WType {
             WType::Q4K => Q4K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q5K => Q5K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q6K => Q6K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::IQ4NL => IQ4NL::dequantize_row_at(level, blocks_from_bytes(bytes), out),
         }
     }
 }
@@ -198,6 +205,8 @@ pub struct Q4K;
 pub struct Q5K;
 /// Marker of the Q6_K format (weights: `block_q6_K`, activations: Q8_K).
 pub struct Q6K;
+/// Marker of the IQ4_NL format (weights: `block_iq4_nl`, activations: Q8_0).
+pub struct IQ4NL;
 
 macro_rules! block_format {
     ($fmt:ident, $module:ident, $block:ident, $acts:ident) => {
@@ -269,6 +278,7 @@ block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
 block_format!(Q4K, q4_k, BlockQ4K, ActQ8K);
 block_format!(Q5K, q5_k, BlockQ5K, ActQ8K);
 block_format!(Q6K, q6_k, BlockQ6K, ActQ8K);
+block_format!(IQ4NL, iq4_nl, BlockIQ4NL, ActQ8_0);
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///

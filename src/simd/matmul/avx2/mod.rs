@@ -3,6 +3,7 @@
 
 pub(super) mod float;
 pub(super) mod heads;
+mod iq4nl;
 pub(super) mod kquant;
 mod matvec;
 pub(super) mod quant;
@@ -27,6 +28,7 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q5_1 => quant_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q4K | WType::Q5K | WType::Q6K => k_products(w, q, dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+        WType::IQ4NL => iq4nl_products(w, q, dst),
         WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
     }
@@ -96,6 +98,38 @@ impl<'q, F: kquant::Avx2KTile> Tiles for KTiles<'q, F> {
     fn act_row_bytes(&self) -> usize {
         self.a.row_bytes()
     }
+}
+
+/// IQ4_NL weights against their Q8_0 activations (`iq4nl`).
+struct IQ4NLTiles<'a> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, crate::simd::quant::BlockQ8_0>,
+}
+
+impl<'q> Tiles for IQ4NLTiles<'q> {
+    type Row = &'q [crate::simd::quant::BlockIQ4NL];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [crate::simd::quant::BlockIQ4NL] {
+        blocks_from_bytes(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [crate::simd::quant::BlockIQ4NL]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks the shapes.
+        unsafe { iq4nl::iq4nl_tile::<R, C>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.row_bytes()
+    }
+}
+
+/// IQ4_NL weights in ggml's AVX2 order; the AVX-512 level runs this too (ggml-cpu has no
+/// AVX-512 IQ4_NL code).
+#[inline(never)] // as quant_rows
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn iq4nl_products(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+    unsafe { walk_tiles(&IQ4NLTiles { w, a: &q.tile_rows(&q.q8_0) }, dst) }
 }
 
 /// K-quant weights (Q4_K, Q5_K, Q6_K, the last in the revision's order) in ggml's AVX2 order; the
