@@ -137,12 +137,13 @@ int main(int argc, char ** argv) {
                 bench(name, c, G(mul_mat)(c, a, x));
             }
     /* the formats of Gemma 3 270M Q4_K_M (Q5_0 projections and FFN up/gate, Q6_K / Q4_K FFN down,
-       Q8_0 output; Q5_K as a Q5_K_M model's FFN down would be) and of whisper base q5_1 (its encoder's products at 1500 frames) */
+       Q8_0 output; Q5_K and IQ4_NL at the FFN down's shape) and of whisper base q5_1 (its encoder's products at 1500 frames) */
     {   struct { enum G(type) t; const char * n; int64_t k, m; int batch; } q[] = {
             { C(TYPE_Q5_0), "q5_0", 640, 2048, 1 }, { C(TYPE_Q5_0), "q5_0", 640, 2048, 128 },
             { C(TYPE_Q6_K), "q6_K", 2048, 640, 1 }, { C(TYPE_Q6_K), "q6_K", 2048, 640, 128 },
             { C(TYPE_Q4_K), "q4_K", 2048, 640, 1 }, { C(TYPE_Q4_K), "q4_K", 2048, 640, 128 },
             { C(TYPE_Q5_K), "q5_K", 2048, 640, 1 }, { C(TYPE_Q5_K), "q5_K", 2048, 640, 128 },
+            { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 1 }, { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 128 },
             { C(TYPE_Q8_0), "q8_0", 640, 32768, 1 },
             { C(TYPE_Q5_1), "q5_1", 512, 2048, 1500 }, { C(TYPE_Q5_1), "q5_1", 2048, 512, 1500 },
         };
