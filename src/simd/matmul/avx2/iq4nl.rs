@@ -15,7 +15,6 @@
 #![allow(clippy::needless_range_loop)]
 
 use super::super::acts::ActRows;
-use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::iq4_nl::{BlockIQ4NL, KVALUES};
 use crate::simd::quant::q8_0::BlockQ8_0;
 use crate::simd::quant::x86_util::{hsum_i32_8, hsum_ps, load_i8x32, nibbles32};
@@ -30,13 +29,21 @@ struct Prep {
     d: f32,
 }
 
+/// The value table in both 128-bit lanes (`pshufb` looks up within a lane).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-fn prep(w: &BlockIQ4NL) -> Prep {
+fn table() -> __m256i {
     // SAFETY: KVALUES is 16 readable bytes.
-    let table = _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(KVALUES.as_ptr() as *const __m128i) });
+    _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(KVALUES.as_ptr() as *const __m128i) })
+}
+
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn prep(table: __m256i, w: &BlockIQ4NL) -> Prep {
     let x = _mm256_shuffle_epi8(table, nibbles32(&w.qs));
-    Prep { ax: _mm256_sign_epi8(x, x), x, d: fp16_to_fp32(w.d) }
+    // the scale by F16C (exact, as every conversion of a half)
+    let d = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(w.d as i32)));
+    Prep { ax: _mm256_sign_epi8(x, x), x, d }
 }
 
 /// The block's eight exact i32 lanes against activation block `a`.
@@ -56,17 +63,23 @@ fn ints(p: &Prep, a: &BlockQ8_0) -> __m256i {
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn iq4nl_tile<const R: usize, const C: usize>(w: [&[BlockIQ4NL]; R], a: &ActRows<'_, BlockQ8_0>, c0: usize) -> [[f32; C]; R] {
     let nb = a.nb;
-    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb);
     // acc[r][c][0] takes the even blocks, [1] the odd ones
     let mut acc = [[[_mm256_setzero_ps(); 2]; C]; R];
-    for b in 0..nb & !1 {
-        let p: [Prep; R] = std::array::from_fn(|r| prep(&w[r][b]));
-        for c in 0..C {
-            let ab = &a.blocks[(c0 + c) * nb + b];
-            let da = fp16_to_fp32(ab.d);
-            for r in 0..R {
-                let acc = &mut acc[r][c][b % 2];
-                *acc = _mm256_fmadd_ps(_mm256_set1_ps(da * p[r].d), _mm256_cvtepi32_ps(ints(&p[r], ab)), *acc);
+    let table = table();
+    // (the activation blocks' scales as f32: `a.d`, block-major)
+    for pair in 0..nb / 2 {
+        // blocks 2 * pair and 2 * pair + 1 into accumulators 0 and 1 (constant indices: the
+        // accumulators stay in registers)
+        for (h, b) in [(0, 2 * pair), (1, 2 * pair + 1)] {
+            let p: [Prep; R] = std::array::from_fn(|r| prep(table, &w[r][b]));
+            for c in 0..C {
+                let ab = &a.blocks[(c0 + c) * nb + b];
+                let da = a.d[b * a.n + c0 + c];
+                for r in 0..R {
+                    let acc = &mut acc[r][c][h];
+                    *acc = _mm256_fmadd_ps(_mm256_set1_ps(da * p[r].d), _mm256_cvtepi32_ps(ints(&p[r], ab)), *acc);
+                }
             }
         }
     }
@@ -80,11 +93,11 @@ pub(crate) unsafe fn iq4nl_tile<const R: usize, const C: usize>(w: [&[BlockIQ4NL
         // ggml's scalar tail: sumf += (y.d * x.d) * (sumi1 + sumi2), one fused operation
         let b = nb - 1;
         for r in 0..R {
-            let p = prep(&w[r][b]);
+            let p = prep(table, &w[r][b]);
             for c in 0..C {
                 let ab = &a.blocks[(c0 + c) * nb + b];
                 let isum = hsum_i32_8(ints(&p, ab));
-                out[r][c] = (fp16_to_fp32(ab.d) * p.d).mul_add(isum as f32, out[r][c]);
+                out[r][c] = (a.d[b * a.n + c0 + c] * p.d).mul_add(isum as f32, out[r][c]);
             }
         }
     }
@@ -95,6 +108,7 @@ pub(crate) unsafe fn iq4nl_tile<const R: usize, const C: usize>(w: [&[BlockIQ4NL
 mod tests {
     use super::*;
     use crate::simd::cpu_features::{available_levels, SimdLevel};
+    use crate::simd::quant::f16::fp16_to_fp32;
     use crate::simd::quant::test_util::Lcg;
     use crate::simd::quant::{iq4_nl, q8_0};
 
@@ -131,7 +145,8 @@ mod tests {
             if let Some((d, isum)) = tail {
                 want = d.mul_add(isum as f32, want);
             }
-            let rows = ActRows { blocks: &a, d: &[], s: &[], nb, n: 1 };
+            let d: Vec<f32> = a.iter().map(|b| fp16_to_fp32(b.d)).collect();
+            let rows = ActRows { blocks: &a, d: &d, s: &[], nb, n: 1 };
             // SAFETY: AVX2 was detected.
             let got = unsafe { iq4nl_tile::<1, 1>([&w], &rows, 0)[0][0] };
             assert_eq!(got.to_bits(), want.to_bits(), "nb={nb}");

@@ -44,7 +44,8 @@ unsafe fn total<const DOT: bool>(q: &[int8x16_t; 2], a: &BlockQ8_0) -> i32 {
 #[inline(always)]
 pub(crate) unsafe fn iq4nl_tile<const DOT: bool, const R: usize, const C: usize>(w: [&[BlockIQ4NL]; R], a: &ActRows<'_, BlockQ8_0>, c0: usize) -> [[f32; C]; R] {
     let nb = a.nb;
-    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
+    assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb);
+    // (the activation blocks' scales as f32: `a.d`, block-major)
     let mut out = [[0f32; C]; R];
     let mut b = 0;
     while b + 1 < nb {
@@ -54,7 +55,7 @@ pub(crate) unsafe fn iq4nl_tile<const DOT: bool, const R: usize, const C: usize>
                 let (a0, a1) = (&a.blocks[(c0 + c) * nb + b], &a.blocks[(c0 + c) * nb + b + 1]);
                 // SAFETY: DOT passed on from this function's contract.
                 let (i0, i1) = unsafe { (total::<DOT>(&p0.0, a0), total::<DOT>(&p1.0, a1)) };
-                let (d0, d1) = (p0.1 * fp16_to_fp32(a0.d), p1.1 * fp16_to_fp32(a1.d));
+                let (d0, d1) = (p0.1 * a.d[b * a.n + c0 + c], p1.1 * a.d[(b + 1) * a.n + c0 + c]);
                 out[r][c] += d0.mul_add(i0 as f32, d1 * i1 as f32);
             }
         }
@@ -67,7 +68,7 @@ pub(crate) unsafe fn iq4nl_tile<const DOT: bool, const R: usize, const C: usize>
                 let ab = &a.blocks[(c0 + c) * nb + b];
                 // SAFETY: DOT passed on from this function's contract.
                 let i = unsafe { total::<DOT>(&p.0, ab) };
-                out[r][c] = (fp16_to_fp32(ab.d) * p.1).mul_add(i as f32, out[r][c]);
+                out[r][c] = (a.d[b * a.n + c0 + c] * p.1).mul_add(i as f32, out[r][c]);
             }
         }
     }
