@@ -403,11 +403,10 @@ fn scale_min_ref<B: crate::simd::quant::q4_k::ScaleMinBlock + crate::simd::quant
     let h = |x: u16| crate::simd::quant::f16::fp16_to_fp32(x) as f64;
     let (mut v, mut m) = (0f64, 0f64);
     for (bx, by) in blocks_from_bytes::<B>(row).iter().zip(a) {
-        let qv = bx.quants();
         let (d, dmin, da) = (h(bx.d()), h(bx.dmin()), by.scale() as f64);
-        for e in 0..256 {
+        for (e, (&q, &a)) in bx.quants().iter().zip(&by.qs).enumerate() {
             let (sc, mn) = q4_k::scale_min(e / 32, bx.scales());
-            let t = (d * sc as f64 * qv[e] as f64 - dmin * mn as f64) * da * by.qs[e] as f64;
+            let t = (d * sc as f64 * q as f64 - dmin * mn as f64) * da * a as f64;
             v += t;
             m += t.abs();
         }
