@@ -27,7 +27,7 @@ use super::super::acts::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::q8_k::BlockQ8K;
 use crate::simd::quant::x86_util::{hsum_ps, load_i8x32, load_u8x32};
-use crate::simd::quant::{q4_k, BlockQ4K, BlockQ5K, BlockQ6K, QuantBlock, Q4K, Q5K};
+use crate::simd::quant::{BlockQ4K, BlockQ5K, BlockQ6K, QuantBlock, Q4K, Q5K};
 use std::arch::x86_64::*;
 
 /// A K-quant format as ggml-cpu's AVX2 `vec_dot` sees it.
@@ -85,26 +85,42 @@ pub struct ScaleMinPrep {
     mins: __m128i,
 }
 
+/// The eight 6-bit scales (low 128 bits) and minimums (high 128 bits) as i16, unpacked from their
+/// 12 bytes with ggml's `kmask` word operations (the per-sub-block scalar unpacking and eight
+/// broadcasts from general registers were a third of a one-column product's instructions).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scales_mins_i16(scales: &[u8; 12]) -> __m256i {
+    const K1: u32 = 0x3f3f_3f3f;
+    const K2: u32 = 0x0f0f_0f0f;
+    const K3: u32 = 0x0303_0303;
+    let (u0, u1, u2) = (scales.as_chunks::<4>().0[0], scales.as_chunks::<4>().0[1], scales.as_chunks::<4>().0[2]);
+    let (u0, u1, u2) = (u32::from_le_bytes(u0), u32::from_le_bytes(u1), u32::from_le_bytes(u2));
+    // scales 0..4 (low 6 bits of bytes 0..4) and 4..8 (nibbles of bytes 8..12, top bits of 0..4);
+    // minimums 0..4 (low 6 bits of bytes 4..8) and 4..8 (high nibbles of 8..12, top bits of 4..8)
+    let sc_lo = u0 & K1;
+    let sc_hi = (u2 & K2) | (((u0 >> 6) & K3) << 4);
+    let m_lo = u1 & K1;
+    let m_hi = ((u2 >> 4) & K2) | (((u1 >> 6) & K3) << 4);
+    _mm256_cvtepu8_epi16(_mm_set_epi32(m_hi as i32, m_lo as i32, sc_hi as i32, sc_lo as i32))
+}
+
 /// The nibbles and the packed scales and minimums (all of Q4_K, Q5_K but its fifth bits).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn scale_min_prep(qs: &[u8; 128], scales: &[u8; 12]) -> ScaleMinPrep {
     let m4 = _mm256_set1_epi8(0x0F);
     let mut q = [_mm256_setzero_si256(); 8];
-    let mut sc = [_mm256_setzero_si256(); 8];
-    let mut mins = [0i16; 8];
     for j in 0..4 {
         let bits = load_u8x32(group(qs, j));
         q[2 * j] = _mm256_and_si256(bits, m4);
         q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
     }
-    for s in 0..8 {
-        let (d, m) = q4_k::scale_min(s, scales);
-        sc[s] = _mm256_set1_epi16(d as i16);
-        mins[s] = m as i16;
-    }
-    // SAFETY: mins is 8 i16 = 16 readable bytes.
-    ScaleMinPrep { q, sc, mins: unsafe { _mm_loadu_si128(mins.as_ptr() as *const __m128i) } }
+    let sm = scales_mins_i16(scales);
+    // scale s broadcast to all 16 i16 lanes: its two bytes picked in both 128-bit lanes
+    let sc128 = _mm256_permute2x128_si256::<0x00>(sm, sm);
+    let sc = std::array::from_fn(|s| _mm256_shuffle_epi8(sc128, _mm256_set1_epi16((((2 * s + 1) << 8) | (2 * s)) as i16)));
+    ScaleMinPrep { q, sc, mins: _mm256_extracti128_si256::<1>(sm) }
 }
 
 /// The eight scaled lanes of a Q4_K / Q5_K super-block.
@@ -362,7 +378,7 @@ mod tests {
     use super::*;
     use crate::simd::cpu_features::{available_levels, SimdLevel};
     use crate::simd::quant::test_util::Lcg;
-    use crate::simd::quant::{q5_k, q6_k, q8_k};
+    use crate::simd::quant::{q4_k, q5_k, q6_k, q8_k};
 
     /// ggml's AVX2 `vec_dot` written out in scalar code from each super-block's exact lane
     /// integers (computed by each test from the format's definition):
