@@ -7,6 +7,9 @@
 //! tail, `sumf += d * I` (one fma). Every revision has this code. Only the totals reach the
 //! floats, so `sdot` and the widening fallback give the same bits.
 
+// Register tiles index outputs and unpacked blocks with the same row and column numbers.
+#![allow(clippy::needless_range_loop)]
+
 use super::tiles::block_ints;
 use crate::simd::matmul::acts::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;

@@ -126,9 +126,8 @@ impl NeonKTile for Q5K {
             // sub-block k's fifth bits are bit k of the `qh` bytes: 16 where set
             for k in 0..8 {
                 let bit = vdupq_n_u8(1 << k);
-                for h in 0..2 {
-                    let hi = vandq_u8(vtstq_u8(hb[h], bit), m16);
-                    p.q[k][h] = vorrq_s8(p.q[k][h], vreinterpretq_s8_u8(hi));
+                for (q, &hb) in p.q[k].iter_mut().zip(&hb) {
+                    *q = vorrq_s8(*q, vreinterpretq_s8_u8(vandq_u8(vtstq_u8(hb, bit), m16)));
                 }
             }
         }
