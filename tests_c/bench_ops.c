@@ -52,8 +52,8 @@ static void fill_random(struct G(context) * ctx) {
                 size_t bs = G(type_size)(t->type);
                 for (size_t i = 0; i + bs <= n; i += bs) {
                     b[i + 1] = 0x20;
-                    /* the second half (Q4_1/Q5_1's minimum, Q4_K's dmin); Q6_K's scale is last */
-                    if (t->type == C(TYPE_Q4_1) || t->type == C(TYPE_Q5_1) || t->type == C(TYPE_Q4_K)) b[i + 3] = 0x20;
+                    /* the second half (Q4_1/Q5_1's minimum, Q4_K/Q5_K's dmin); Q6_K's scale is last */
+                    if (t->type == C(TYPE_Q4_1) || t->type == C(TYPE_Q5_1) || t->type == C(TYPE_Q4_K) || t->type == C(TYPE_Q5_K)) b[i + 3] = 0x20;
                     if (t->type == C(TYPE_Q6_K)) { b[i + 1] = (unsigned char) s; b[i + bs - 1] = 0x20; }
                 }
             }
@@ -137,11 +137,13 @@ int main(int argc, char ** argv) {
                 bench(name, c, G(mul_mat)(c, a, x));
             }
     /* the formats of Gemma 3 270M Q4_K_M (Q5_0 projections and FFN up/gate, Q6_K / Q4_K FFN down,
-       Q8_0 output) and of whisper base q5_1 (its encoder's products at 1500 frames) */
+       Q8_0 output; Q5_K and IQ4_NL at the FFN down's shape) and of whisper base q5_1 (its encoder's products at 1500 frames) */
     {   struct { enum G(type) t; const char * n; int64_t k, m; int batch; } q[] = {
             { C(TYPE_Q5_0), "q5_0", 640, 2048, 1 }, { C(TYPE_Q5_0), "q5_0", 640, 2048, 128 },
             { C(TYPE_Q6_K), "q6_K", 2048, 640, 1 }, { C(TYPE_Q6_K), "q6_K", 2048, 640, 128 },
             { C(TYPE_Q4_K), "q4_K", 2048, 640, 1 }, { C(TYPE_Q4_K), "q4_K", 2048, 640, 128 },
+            { C(TYPE_Q5_K), "q5_K", 2048, 640, 1 }, { C(TYPE_Q5_K), "q5_K", 2048, 640, 128 },
+            { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 1 }, { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 128 },
             { C(TYPE_Q8_0), "q8_0", 640, 32768, 1 },
             { C(TYPE_Q5_1), "q5_1", 512, 2048, 1500 }, { C(TYPE_Q5_1), "q5_1", 2048, 512, 1500 },
         };

@@ -199,10 +199,10 @@ int main(void) {
     /* K-quants: rows of whole 256-value super-blocks (odd row counts, decoding, batches, a
        broadcast over heads), subnormal super-scales */
     {
-        enum G(type) ktypes[] = { C(TYPE_Q4_K), C(TYPE_Q6_K) };
-        const char * knames[] = { "q4_K", "q6_K" };
+        enum G(type) ktypes[] = { C(TYPE_Q4_K), C(TYPE_Q5_K), C(TYPE_Q6_K) };
+        const char * knames[] = { "q4_K", "q5_K", "q6_K" };
         int64_t kshapes[][4] = { {256, 7, 1, 1}, {640, 0, 0, 0}, {768, 33, 17, 1}, {2048, 40, 64, 1}, {512, 9, 5, 2}, {256, 16, 3, 1} };
-        for (int w = 0; w < 2; w++) {
+        for (int w = 0; w < 3; w++) {
             for (int s = 0; s < 6; s++) {
                 if (kshapes[s][1] == 0) continue; /* (640: not whole super-blocks; Gemma 3 270M keeps those in Q5_0) */
                 ctx_t * c = new_ctx();
@@ -219,6 +219,24 @@ int main(void) {
             check(name, c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
             quant_fill_scale = 1.0f;
         }
+    }
+    /* IQ4_NL: Q4_0's blocks whose nibbles index a value table; ggml's SIMD kernels add blocks in
+       pairs and leave an odd last one to a scalar tail (k = 32, 96, 544: 1, 3, 17 blocks) */
+    {
+        int64_t ishapes[][4] = { {32, 7, 1, 1}, {96, 33, 17, 1}, {544, 9, 5, 2}, {576, 33, 17, 1}, {1536, 40, 64, 1}, {64, 16, 3, 1} };
+        for (int s = 0; s < 6; s++) {
+            ctx_t * c = new_ctx();
+            tensor_t * a = t4(c, C(TYPE_IQ4_NL), ishapes[s][0], ishapes[s][1], ishapes[s][3], 1);
+            tensor_t * b = t4(c, C(TYPE_F32), ishapes[s][0], ishapes[s][2], ishapes[s][3] * 2, 1);
+            snprintf(name, sizeof name, "mul_mat iq4_nl k=%lld m=%lld n=%lld", (long long) ishapes[s][0], (long long) ishapes[s][1], (long long) ishapes[s][2]);
+            check(name, c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
+        }
+        quant_fill_scale = 1e-6f;
+        ctx_t * c = new_ctx();
+        tensor_t * a = t4(c, C(TYPE_IQ4_NL), 544, 9, 1, 1);
+        tensor_t * b = t4(c, C(TYPE_F32), 544, 5, 1, 1);
+        check("mul_mat iq4_nl subnormal scales", c, G(mul_mat)(c, a, b), bitwise_or(MATMUL));
+        quant_fill_scale = 1.0f;
     }
     /* block formats with subnormal half scales (values ~1e-6), and an odd row count */
     for (int w = 2; w < n_wtypes; w++) {
@@ -337,12 +355,15 @@ int main(void) {
         GB(buffer_free)(buf);
         G(free)(c);
     }
-    for (int w = 0; w < n_wtypes + 2; w++) {
-        /* the legacy formats, then Q4_K and Q6_K (rows of one 256-value super-block) */
-        enum G(type) ty = w < n_wtypes ? wtypes[w] : (w == n_wtypes ? C(TYPE_Q4_K) : C(TYPE_Q6_K));
-        const char * tyname = w < n_wtypes ? wnames[w] : (w == n_wtypes ? "q4_K" : "q6_K");
+    for (int w = 0; w < n_wtypes + 4; w++) {
+        /* the legacy formats, IQ4_NL, then Q4_K, Q5_K and Q6_K (rows of one 256-value
+           super-block) */
+        enum G(type) gxtypes[] = { C(TYPE_IQ4_NL), C(TYPE_Q4_K), C(TYPE_Q5_K), C(TYPE_Q6_K) };
+        const char * gxnames[] = { "iq4_nl", "q4_K", "q5_K", "q6_K" };
+        enum G(type) ty = w < n_wtypes ? wtypes[w] : gxtypes[w - n_wtypes];
+        const char * tyname = w < n_wtypes ? wnames[w] : gxnames[w - n_wtypes];
         ctx_t * c = new_ctx();
-        tensor_t * a = t4(c, ty, w < n_wtypes ? 64 : 256, 20, 1, 1);
+        tensor_t * a = t4(c, ty, w <= n_wtypes ? 64 : 256, 20, 1, 1);
         tensor_t * idx = G(new_tensor_1d)(c, C(TYPE_I32), 5);
         tensor_t * r = G(get_rows)(c, a, idx);
         snprintf(name, sizeof name, "get_rows %s", tyname);

@@ -263,7 +263,7 @@ impl QuantizedActs {
                 let off = self.h_off;
                 rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
             }
-            WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => {
+            WType::Q4_0 | WType::Q5_0 | WType::Q8_0 | WType::IQ4NL => {
                 assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
                 self.kind = QKind::Q8_0;
                 let nb = k / QK;
@@ -277,8 +277,9 @@ impl QuantizedActs {
                         self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
                     }
                 }
+                // (IQ4_NL runs the AVX2 kernels on AVX-512 too, which read no offsets)
                 #[cfg(target_arch = "x86_64")]
-                if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 {
+                if crate::simd::cpu_features::clamp_level(level) == SimdLevel::Avx512 && wtype != WType::IQ4NL {
                     let off = match wtype {
                         WType::Q4_0 => -8,
                         WType::Q5_0 => -16,
@@ -287,7 +288,7 @@ impl QuantizedActs {
                     offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
                 }
             }
-            WType::Q4K | WType::Q6K => {
+            WType::Q4K | WType::Q5K | WType::Q6K => {
                 assert!(k.is_multiple_of(q8_k::QK_K), "k = {k} is not a multiple of {}", q8_k::QK_K);
                 self.kind = QKind::Q8K;
                 let nb = k / q8_k::QK_K;

@@ -58,8 +58,8 @@ use acts::QKind;
 use operands::check_shapes;
 
 use crate::simd::cpu_features::{clamp_level, simd_level, SimdLevel};
-use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q4_k, q5_0, q5_1, q6_k, q8_0};
-use crate::simd::quant::{BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8_0};
+use crate::simd::quant::{self, blocks_from_bytes, q4_0, q4_1, q4_k, q5_0, q5_1, q5_k, q6_k, q8_0};
+use crate::simd::quant::{BlockQ4K, BlockQ4_0, BlockQ4_1, BlockQ5K, BlockQ5_0, BlockQ5_1, BlockQ6K, BlockQ8_0};
 
 pub use crate::simd::quant::WType;
 
@@ -71,7 +71,7 @@ impl WType {
     pub const fn gemm_min_batch(self) -> usize {
         match self {
             WType::F32 => 8,
-            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 | WType::Q4K | WType::Q6K => 16,
+            WType::F16 | WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 | WType::Q4K | WType::Q5K | WType::Q6K | WType::IQ4NL => 16,
         }
     }
 }
@@ -155,9 +155,9 @@ pub fn mul_mat_vec_at(level: SimdLevel, w: &Weights<'_>, acts: &Acts<'_>, q: &Qu
         // the portable F16 kernel reads the f32 activations directly
         WType::F16 if level == SimdLevel::Portable => {}
         WType::F16 => q.check(QKind::F16, acts),
-        WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => q.check(QKind::Q8_0, acts),
+        WType::Q4_0 | WType::Q5_0 | WType::Q8_0 | WType::IQ4NL => q.check(QKind::Q8_0, acts),
         WType::Q4_1 | WType::Q5_1 => q.check(QKind::Q8_1, acts),
-        WType::Q4K | WType::Q6K => q.check(QKind::Q8K, acts),
+        WType::Q4K | WType::Q5K | WType::Q6K => q.check(QKind::Q8K, acts),
     }
     // Dispatch once per call, not per dot product: the whole loop is compiled with the level's
     // target features so the dot kernels inline into it.
@@ -200,6 +200,8 @@ fn mul_mat_vec_portable(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst
         WType::Q5_1 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5_1>(w.row(i)), |wr, j| q5_1::vec_dot_portable(wr, q.q8_1_row(j))),
         WType::Q8_0 => for_each_output(dst, |i| blocks_from_bytes::<BlockQ8_0>(w.row(i)), |wr, j| q8_0::vec_dot_portable(wr, q.q8_0_row(j))),
         WType::Q4K => for_each_output(dst, |i| blocks_from_bytes::<BlockQ4K>(w.row(i)), |wr, j| q4_k::vec_dot_portable(wr, q.q8k_row(j))),
+        WType::Q5K => for_each_output(dst, |i| blocks_from_bytes::<BlockQ5K>(w.row(i)), |wr, j| q5_k::vec_dot_portable(wr, q.q8k_row(j))),
         WType::Q6K => for_each_output(dst, |i| blocks_from_bytes::<BlockQ6K>(w.row(i)), |wr, j| q6_k::vec_dot_portable(wr, q.q8k_row(j))),
+        WType::IQ4NL => for_each_output(dst, |i| blocks_from_bytes::<quant::BlockIQ4NL>(w.row(i)), |wr, j| quant::iq4_nl::vec_dot_portable(wr, q.q8_0_row(j))),
     }
 }

@@ -81,6 +81,16 @@ impl TestWeights {
                     crate::simd::quant::q4_k::dequantize_row_at(SimdLevel::Portable, &b, out);
                     put(row, &b);
                 }
+                WType::IQ4NL => {
+                    let b = crate::simd::quant::iq4_nl::random_blocks(rng, k / QK, f);
+                    crate::simd::quant::iq4_nl::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
+                WType::Q5K => {
+                    let b = crate::simd::quant::q5_k::random_blocks(rng, k / 256, f);
+                    crate::simd::quant::q5_k::dequantize_row_at(SimdLevel::Portable, &b, out);
+                    put(row, &b);
+                }
                 WType::Q6K => {
                     let b = crate::simd::quant::q6_k::random_blocks(rng, k / 256, f);
                     crate::simd::quant::q6_k::dequantize_row_at(SimdLevel::Portable, &b, out);
@@ -255,18 +265,14 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
                     }
                 }
                 WType::Q4K => {
-                    use crate::simd::quant::{q4_k, BlockQ4K};
-                    let wr: &[BlockQ4K] = blocks_from_bytes(w.row(i));
-                    for (bx, by) in wr.iter().zip(q.q8k_row(j)) {
-                        let qv = q4_k::quants(bx);
-                        let (d, dmin, da) = (h(bx.d), h(bx.dmin), by.scale() as f64);
-                        for e in 0..256 {
-                            let (sc, mn) = q4_k::scale_min(e / 32, &bx.scales);
-                            let t = (d * sc as f64 * qv[e] as f64 - dmin * mn as f64) * da * by.qs[e] as f64;
-                            v += t;
-                            m += t.abs();
-                        }
-                    }
+                    let (sv, sm) = scale_min_ref::<crate::simd::quant::BlockQ4K>(w.row(i), q.q8k_row(j));
+                    v += sv;
+                    m += sm;
+                }
+                WType::Q5K => {
+                    let (sv, sm) = scale_min_ref::<crate::simd::quant::BlockQ5K>(w.row(i), q.q8k_row(j));
+                    v += sv;
+                    m += sm;
                 }
                 WType::Q6K => {
                     use crate::simd::quant::{q6_k, BlockQ6K};
@@ -278,6 +284,19 @@ fn quantized_reference(level: SimdLevel, tw: &TestWeights, acts: &[f32], astride
                             v += t;
                             m += t.abs();
                         }
+                    }
+                }
+                WType::IQ4NL => {
+                    use crate::simd::quant::{iq4_nl, BlockIQ4NL};
+                    let wr: &[BlockIQ4NL] = blocks_from_bytes(w.row(i));
+                    for (bx, by) in wr.iter().zip(q.q8_0_row(j)) {
+                        let (mut si, mut sa) = (0i64, 0i64);
+                        for (c, &x) in iq4_nl::values(bx).iter().enumerate() {
+                            si += x as i64 * by.qs[c] as i64;
+                            sa += (x as i64 * by.qs[c] as i64).abs();
+                        }
+                        v += h(bx.d) * h(by.d) * si as f64;
+                        m += (h(bx.d) * h(by.d)).abs() * sa as f64;
                     }
                 }
                 WType::Q8_0 => {
@@ -378,6 +397,23 @@ fn check_types(types: &[WType], ks: &[usize], rows_list: &[usize], ns: &[usize])
     }
 }
 
+/// A Q4_K / Q5_K row's product with a Q8_K row in f64, and the sum of its terms' magnitudes.
+fn scale_min_ref<B: crate::simd::quant::q4_k::ScaleMinBlock + crate::simd::quant::QuantBlock>(row: &[u8], a: &[crate::simd::quant::BlockQ8K]) -> (f64, f64) {
+    use crate::simd::quant::q4_k;
+    let h = |x: u16| crate::simd::quant::f16::fp16_to_fp32(x) as f64;
+    let (mut v, mut m) = (0f64, 0f64);
+    for (bx, by) in blocks_from_bytes::<B>(row).iter().zip(a) {
+        let (d, dmin, da) = (h(bx.d()), h(bx.dmin()), by.scale() as f64);
+        for (e, (&q, &a)) in bx.quants().iter().zip(&by.qs).enumerate() {
+            let (sc, mn) = q4_k::scale_min(e / 32, bx.scales());
+            let t = (d * sc as f64 * q as f64 - dmin * mn as f64) * da * a as f64;
+            v += t;
+            m += t.abs();
+        }
+    }
+    (v, m)
+}
+
 #[test]
 fn mul_mat_matches_reference_small() {
     check_all(&[64, 576], &[1, 7, 33], &[1, 3, 17]);
@@ -386,7 +422,14 @@ fn mul_mat_matches_reference_small() {
 /// The K-quants (rows of whole 256-value super-blocks) on every level and path.
 #[test]
 fn k_quants_match_reference() {
-    check_types(&[WType::Q4K, WType::Q6K], &[256, 768], &[1, 7, 33], &[1, 3, 17]);
+    check_types(&[WType::Q4K, WType::Q5K, WType::Q6K], &[256, 768], &[1, 7, 33], &[1, 3, 17]);
+}
+
+/// IQ4_NL (odd and even block counts: ggml's SIMD kernels pair blocks and leave a scalar tail)
+/// on every level and path.
+#[test]
+fn iq4_nl_matches_reference() {
+    check_types(&[WType::IQ4NL], &[32, 96, 576], &[1, 7, 33], &[1, 3, 17]);
 }
 
 #[test]

@@ -51,7 +51,7 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
     match w {
         WType::F32 => {}
         WType::F16 => rows.iter_mut().for_each(|x| *x = f16::fp16_to_fp32(f16::fp32_to_fp16(*x))),
-        WType::Q4_0 | WType::Q5_0 | WType::Q8_0 => ROUND_Q8_0.with(|b| {
+        WType::Q4_0 | WType::Q5_0 | WType::Q8_0 | WType::IQ4NL => ROUND_Q8_0.with(|b| {
             let mut blocks = b.borrow_mut();
             blocks.resize(k / 32, BlockQ8_0::default());
             for row in rows.chunks_exact_mut(k) {
@@ -59,7 +59,7 @@ fn round_like_ggml(w: WType, rows: &mut [f32], k: usize) {
                 q8_0::dequantize_row(&blocks, row);
             }
         }),
-        WType::Q4K | WType::Q6K => ROUND_Q8K.with(|b| {
+        WType::Q4K | WType::Q5K | WType::Q6K => ROUND_Q8K.with(|b| {
             use crate::simd::quant::q8_k;
             let mut blocks = b.borrow_mut();
             blocks.resize(k / q8_k::QK_K, crate::simd::quant::BlockQ8K::default());

@@ -1,6 +1,6 @@
 //! ggml's block quantization formats as plain Rust over slices: the 32-value formats (Q4_0,
-//! Q4_1, Q5_0, Q5_1, Q8_0 and the activations' Q8_1), the 256-value K-quants (Q4_K, Q6_K and the
-//! activations' Q8_K), and half floats.
+//! Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL and the activations' Q8_1), the 256-value K-quants (Q4_K, Q5_K, Q6_K
+//! and the activations' Q8_K), and half floats.
 //!
 //! Each format module has the `#[repr(C)]` block (same size and field offsets as
 //! ggml-common.h, so tensor bytes can be viewed as blocks without copying), the dequantizer
@@ -12,16 +12,19 @@
 //! lets tests pick the level. The ISA kernels of the products are in `simd::matmul`.
 
 pub mod f16;
+pub mod iq4_nl;
 pub mod q4_0;
 pub mod q4_1;
 pub mod q4_k;
 pub mod q5_0;
 pub mod q5_1;
+pub mod q5_k;
 pub mod q8_0;
 pub mod q8_1;
 pub mod q8_k;
 pub mod q6_k;
 
+pub use iq4_nl::BlockIQ4NL;
 pub use q4_0::BlockQ4_0;
 pub use q4_1::BlockQ4_1;
 pub use q5_0::BlockQ5_0;
@@ -29,6 +32,7 @@ pub use q5_1::BlockQ5_1;
 pub use q8_0::BlockQ8_0;
 pub use q8_1::BlockQ8_1;
 pub use q4_k::BlockQ4K;
+pub use q5_k::BlockQ5K;
 pub use q6_k::BlockQ6K;
 pub use q8_k::BlockQ8K;
 
@@ -47,7 +51,9 @@ pub mod type_id {
     pub const Q5_1: i32 = 7;
     pub const Q8_0: i32 = 8;
     pub const Q4_K: i32 = 12;
+    pub const Q5_K: i32 = 13;
     pub const Q6_K: i32 = 14;
+    pub const IQ4_NL: i32 = 20;
     pub const I32: i32 = 26;
 }
 
@@ -63,7 +69,9 @@ pub enum WType {
     Q5_1,
     Q8_0,
     Q4K,
+    Q5K,
     Q6K,
+    IQ4NL,
 }
 
 impl WType {
@@ -79,7 +87,9 @@ impl WType {
             t::Q5_1 => Some(WType::Q5_1),
             t::Q8_0 => Some(WType::Q8_0),
             t::Q4_K => Some(WType::Q4K),
+            t::Q5_K => Some(WType::Q5K),
             t::Q6_K => Some(WType::Q6K),
+            t::IQ4_NL => Some(WType::IQ4NL),
             _ => None,
         }
     }
@@ -88,8 +98,8 @@ impl WType {
     pub const fn block_len(self) -> usize {
         match self {
             WType::F32 | WType::F16 => 1,
-            WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 => QK,
-            WType::Q4K | WType::Q6K => q8_k::QK_K,
+            WType::Q4_0 | WType::Q4_1 | WType::Q5_0 | WType::Q5_1 | WType::Q8_0 | WType::IQ4NL => QK,
+            WType::Q4K | WType::Q5K | WType::Q6K => q8_k::QK_K,
         }
     }
 
@@ -104,7 +114,9 @@ impl WType {
             WType::Q5_1 => <Q5_1 as Format>::W::BYTES,
             WType::Q8_0 => <Q8_0 as Format>::W::BYTES,
             WType::Q4K => <Q4K as Format>::W::BYTES,
+            WType::Q5K => <Q5K as Format>::W::BYTES,
             WType::Q6K => <Q6K as Format>::W::BYTES,
+            WType::IQ4NL => <IQ4NL as Format>::W::BYTES,
         }
     }
 
@@ -142,7 +154,9 @@ impl WType {
             WType::Q5_1 => Q5_1::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q8_0 => Q8_0::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q4K => Q4K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::Q5K => Q5K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
             WType::Q6K => Q6K::dequantize_row_at(level, blocks_from_bytes(bytes), out),
+            WType::IQ4NL => IQ4NL::dequantize_row_at(level, blocks_from_bytes(bytes), out),
         }
     }
 }
@@ -187,8 +201,12 @@ pub struct Q5_1;
 pub struct Q8_0;
 /// Marker of the Q4_K format (weights: `block_q4_K`, activations: Q8_K).
 pub struct Q4K;
+/// Marker of the Q5_K format (weights: `block_q5_K`, activations: Q8_K).
+pub struct Q5K;
 /// Marker of the Q6_K format (weights: `block_q6_K`, activations: Q8_K).
 pub struct Q6K;
+/// Marker of the IQ4_NL format (weights: `block_iq4_nl`, activations: Q8_0).
+pub struct IQ4NL;
 
 macro_rules! block_format {
     ($fmt:ident, $module:ident, $block:ident, $acts:ident) => {
@@ -258,7 +276,9 @@ block_format!(Q5_0, q5_0, BlockQ5_0, ActQ8_0);
 block_format!(Q5_1, q5_1, BlockQ5_1, ActQ8_1);
 block_format!(Q8_0, q8_0, BlockQ8_0, ActQ8_0);
 block_format!(Q4K, q4_k, BlockQ4K, ActQ8K);
+block_format!(Q5K, q5_k, BlockQ5K, ActQ8K);
 block_format!(Q6K, q6_k, BlockQ6K, ActQ8K);
+block_format!(IQ4NL, iq4_nl, BlockIQ4NL, ActQ8_0);
 
 /// A quantization block: plain bytes with no padding, valid for every bit pattern.
 ///

@@ -45,12 +45,13 @@ pub fn scale_min(j: usize, q: &[u8; 12]) -> (u8, u8) {
     }
 }
 
-/// The 256 quants (0..=15) in element order.
+/// The 256 nibbles (0..=15) of `qs` in element order: sub-blocks `2j` and `2j + 1` are the low
+/// and high nibbles of bytes `32j..32j + 32` (Q4_K's quants, Q5_K's low four bits).
 #[inline]
-pub fn quants(b: &BlockQ4K) -> [u8; QK_K] {
+pub fn nibbles(qs: &[u8; QK_K / 2]) -> [u8; QK_K] {
     std::array::from_fn(|e| {
         let (j, l) = (e / 64, e % 64);
-        let byte = b.qs[32 * j + l % 32];
+        let byte = qs[32 * j + l % 32];
         if l < 32 {
             byte & 0x0F
         } else {
@@ -59,17 +60,54 @@ pub fn quants(b: &BlockQ4K) -> [u8; QK_K] {
     })
 }
 
-/// Expands blocks as ggml's `dequantize_row_q4_K`: `(d * sc) * q - dmin * m`. Whether a compiler
-/// fuses the last multiply-subtract cannot change the result: `d * sc` (11 by 6 bits) and its
-/// product with `q` (4 bits more) are exact in f32, so only the subtraction rounds.
-pub fn dequantize_row_at(_level: SimdLevel, src: &[BlockQ4K], dst: &mut [f32]) {
-    assert_eq!(dst.len(), src.len() * QK_K, "q4_k::dequantize_row: length mismatch");
+/// The 256 quants (0..=15) in element order.
+#[inline]
+pub fn quants(b: &BlockQ4K) -> [u8; QK_K] {
+    nibbles(&b.qs)
+}
+
+/// A super-block in Q4_K's frame: eight 32-value sub-blocks, each value `d * sc * q - dmin * m`
+/// with `(sc, m)` packed as [`scale_min`] reads them. Q4_K and Q5_K (which gives every quant a
+/// fifth bit) are this frame with different quants, and ggml's generic dequantizers and
+/// `vec_dot`s of the two are one formula over it: written once here, for both.
+pub trait ScaleMinBlock {
+    /// Super-scale of the sub-block scales, IEEE half bits.
+    fn d(&self) -> u16;
+    /// Super-scale of the sub-block minimums, IEEE half bits.
+    fn dmin(&self) -> u16;
+    /// The packed 6-bit scales and minimums.
+    fn scales(&self) -> &[u8; 12];
+    /// The 256 unsigned quants in element order.
+    fn quants(&self) -> [u8; QK_K];
+}
+
+impl ScaleMinBlock for BlockQ4K {
+    fn d(&self) -> u16 {
+        self.d
+    }
+    fn dmin(&self) -> u16 {
+        self.dmin
+    }
+    fn scales(&self) -> &[u8; 12] {
+        &self.scales
+    }
+    fn quants(&self) -> [u8; QK_K] {
+        quants(self)
+    }
+}
+
+/// Expands blocks as ggml's `dequantize_row_q4_K` / `dequantize_row_q5_K`:
+/// `(d * sc) * q - dmin * m`. Whether a compiler fuses the last multiply-subtract cannot change
+/// the result: `d * sc` (11 by 6 bits) and its product with `q` (5 bits at most) are exact in
+/// f32, so only the subtraction rounds.
+pub fn dequantize_row_at<B: ScaleMinBlock>(_level: SimdLevel, src: &[B], dst: &mut [f32]) {
+    assert_eq!(dst.len(), src.len() * QK_K, "dequantize_row (Q4_K frame): length mismatch");
     for (b, y) in src.iter().zip(dst.chunks_exact_mut(QK_K)) {
-        let d = fp16_to_fp32(b.d);
-        let min = fp16_to_fp32(b.dmin);
-        let q = quants(b);
+        let d = fp16_to_fp32(b.d());
+        let min = fp16_to_fp32(b.dmin());
+        let q = b.quants();
         for (s, (ys, qs)) in y.chunks_exact_mut(32).zip(q.chunks_exact(32)).enumerate() {
-            let (sc, m) = scale_min(s, &b.scales);
+            let (sc, m) = scale_min(s, b.scales());
             let (d1, m1) = (d * sc as f32, min * m as f32);
             for (o, &v) in ys.iter_mut().zip(qs) {
                 *o = d1 * v as f32 - m1;
@@ -78,28 +116,29 @@ pub fn dequantize_row_at(_level: SimdLevel, src: &[BlockQ4K], dst: &mut [f32]) {
     }
 }
 
-/// ggml's generic `vec_dot_q4_K_q8_K`: per super-block, eight i32 lanes (lane `l` sums the
-/// products of elements `l mod 8`, times their sub-block's scale), `sums[l] += d * lane` in f32,
-/// and `sumf -= dmin * sum(bsums * m)`; `sumf + sums[0] + ... + sums[7]` at the end.
-pub fn vec_dot_portable(x: &[BlockQ4K], y: &[BlockQ8K]) -> f32 {
+/// ggml's generic `vec_dot_q4_K_q8_K` (and `vec_dot_q5_K_q8_K`, the same code over 5-bit quants):
+/// per super-block, eight i32 lanes (lane `l` sums the products of elements `l mod 8`, times
+/// their sub-block's scale), `sums[l] += d * lane` in f32, and `sumf -= dmin * sum(bsums * m)`;
+/// `sumf + sums[0] + ... + sums[7]` at the end.
+pub fn vec_dot_portable<B: ScaleMinBlock>(x: &[B], y: &[BlockQ8K]) -> f32 {
     let mut sums = [0f32; 8];
     let mut sumf = 0f32;
     for (bx, by) in x.iter().zip(y) {
-        let q = quants(bx);
+        let q = bx.quants();
         let mut aux32 = [0i32; 8];
         for s in 0..8 {
-            let scale = scale_min(s, &bx.scales).0 as i32;
+            let scale = scale_min(s, bx.scales()).0 as i32;
             for k in 0..32 {
                 let e = 32 * s + k;
                 aux32[k % 8] += scale * (by.qs[e] as i32 * q[e] as i32);
             }
         }
-        let sumi: i32 = (0..16).map(|g| by.bsums[g] as i32 * scale_min(g / 2, &bx.scales).1 as i32).sum();
-        let d = fp16_to_fp32(bx.d) * by.scale();
+        let sumi: i32 = (0..16).map(|g| by.bsums[g] as i32 * scale_min(g / 2, bx.scales()).1 as i32).sum();
+        let d = fp16_to_fp32(bx.d()) * by.scale();
         for l in 0..8 {
             sums[l] += d * aux32[l] as f32;
         }
-        let dmin = fp16_to_fp32(bx.dmin) * by.scale();
+        let dmin = fp16_to_fp32(bx.dmin()) * by.scale();
         sumf -= dmin * sumi as f32;
     }
     sums.iter().fold(sumf, |acc, &v| acc + v)

@@ -1,5 +1,5 @@
-//! Q8_K: the activations' format for the K-quant weights (ggml's `vec_dot_type` of Q4_K and
-//! Q6_K): 256 values as signed bytes with an f32 scale, plus the sums of every 16 quants, which
+//! Q8_K: the activations' format for the K-quant weights (ggml's `vec_dot_type` of Q4_K, Q5_K
+//! and Q6_K): 256 values as signed bytes with an f32 scale, plus the sums of every 16 quants, which
 //! the weight formats' minimums and offsets multiply.
 
 use super::QuantBlock;

@@ -1,15 +1,18 @@
-//! Tiles of K-quant products (Q4_K, Q6_K weights against Q8_K activations) in exactly
+//! Tiles of K-quant products (Q4_K, Q5_K, Q6_K weights against Q8_K activations) in exactly
 //! ggml-cpu's AVX2 float order.
 //!
-//! ggml's AVX2 `vec_dot_q4_K_q8_K` / `vec_dot_q6_K_q8_K` sum each 256-value super-block into
+//! ggml's AVX2 `vec_dot_q{4,5,6}_K_q8_K` sum each 256-value super-block into
 //! eight i32 lanes (lane `m` holds the products of elements `4m..4m + 4` of every 32-value
 //! group, each times its sub-block scale). Q6_K's quants stand for `q - 32`; from 2026 ggml takes
 //! the offset out once per super-block, `32 * scale * bsum` with lane `m` taking sub-blocks `2m`
 //! and `2m + 1`, and before 2026 per byte pair (`maddubs(q, q8) - maddubs(32, q8)`) ahead of
 //! the scale, so each lane's integer depends on the revision ([`Q6KOrder`]). ggml converts them to float and adds them into one
 //! 8-lane accumulator with `fma(y.d * x.d, lanes, acc)`. Q4_K's minimums go to a 4-lane
-//! accumulator, `fma(-y.d * x.dmin, mins . bsum pairs, acc_m)`. The result is
-//! `hsum_float_8(acc) (+ (m0 + m2) + (m1 + m3))`. The integer lane sums are exact, so only
+//! accumulator, `fma(-y.d * x.dmin, mins . bsum pairs, acc_m)`; Q5_K's (the same lanes with a
+//! fifth bit per quant) to one scalar, `summs += -y.d * x.dmin * total` (fused: ggml-cpu is
+//! built with FMA on this level) ([`Mins`]). The result is
+//! `hsum_float_8(acc) (+ (m0 + m2) + (m1 + m3) | + summs)`. Every revision has these formulas
+//! but for Q6_K's split. The integer lane sums are exact, so only
 //! their grouping must match; the float operations are ggml's, one for one. As in `quant`, an
 //! `R x C` tile of outputs is computed together: each weight super-block is unpacked once for
 //! the tile's `C` activation rows.
@@ -24,7 +27,7 @@ use super::super::acts::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::q8_k::BlockQ8K;
 use crate::simd::quant::x86_util::{hsum_ps, load_i8x32, load_u8x32};
-use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, QuantBlock, Q4K};
+use crate::simd::quant::{BlockQ4K, BlockQ5K, BlockQ6K, QuantBlock, Q4K, Q5K};
 use std::arch::x86_64::*;
 
 /// A K-quant format as ggml-cpu's AVX2 `vec_dot` sees it.
@@ -36,15 +39,27 @@ pub unsafe trait Avx2KTile: 'static {
     type W: QuantBlock;
     /// A super-block unpacked once for every activation column of a tile.
     type Prep: Copy;
-    /// Q4_K's sub-block minimums (`acc_m`).
-    const HAS_MIN: bool;
+    /// Where the sub-block minimums go.
+    const MINS: Mins;
     unsafe fn prep(w: &Self::W) -> Self::Prep;
     /// The super-scales as f32: `d` and (Q4_K) `dmin`.
     fn scales(w: &Self::W) -> (f32, f32);
     /// The super-block's eight exact i32 lanes (see the module doc).
     unsafe fn ints(p: &Self::Prep, a: &BlockQ8K) -> __m256i;
-    /// Q4_K: the four i32 lanes of `mins . bsum pairs`.
+    /// Q4_K, Q5_K: the four i32 lanes of `mins . bsum pairs`.
     unsafe fn min_ints(p: &Self::Prep, a: &BlockQ8K) -> __m128i;
+}
+
+/// How ggml's AVX2 `vec_dot` adds a format's sub-block minimums (`dmin * m * bsum`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mins {
+    /// No minimums (Q6_K).
+    None,
+    /// Q4_K: four float lanes, `acc_m = fma(-y.d * x.dmin, float(lanes), acc_m)`, summed at the
+    /// end.
+    Lanes,
+    /// Q5_K: one float, `summs = fma(-y.d * x.dmin, float(total), summs)`.
+    Scalar,
 }
 
 /// 32-value group `g` of a super-block's bytes.
@@ -61,39 +76,87 @@ fn bsums(a: &BlockQ8K) -> __m256i {
     unsafe { _mm256_loadu_si256(a.bsums.as_ptr() as *const __m256i) }
 }
 
-/// Q4_K unpacked: the eight 32-value groups' nibbles as bytes, each group's scale broadcast as
-/// i16, and the eight minimums as i16.
+/// Q4_K or Q5_K unpacked: the eight 32-value groups' quants as bytes, each group's scale
+/// broadcast as i16, and the eight minimums as i16.
 #[derive(Clone, Copy)]
-pub struct Q4KPrep {
+pub struct ScaleMinPrep {
     q: [__m256i; 8],
     sc: [__m256i; 8],
     mins: __m128i,
 }
 
+/// The eight 6-bit scales (low 128 bits) and minimums (high 128 bits) as i16, unpacked from their
+/// 12 bytes with ggml's `kmask` word operations (the per-sub-block scalar unpacking and eight
+/// broadcasts from general registers were a third of a one-column product's instructions).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scales_mins_i16(scales: &[u8; 12]) -> __m256i {
+    const K1: u32 = 0x3f3f_3f3f;
+    const K2: u32 = 0x0f0f_0f0f;
+    const K3: u32 = 0x0303_0303;
+    let (u0, u1, u2) = (scales.as_chunks::<4>().0[0], scales.as_chunks::<4>().0[1], scales.as_chunks::<4>().0[2]);
+    let (u0, u1, u2) = (u32::from_le_bytes(u0), u32::from_le_bytes(u1), u32::from_le_bytes(u2));
+    // scales 0..4 (low 6 bits of bytes 0..4) and 4..8 (nibbles of bytes 8..12, top bits of 0..4);
+    // minimums 0..4 (low 6 bits of bytes 4..8) and 4..8 (high nibbles of 8..12, top bits of 4..8)
+    let sc_lo = u0 & K1;
+    let sc_hi = (u2 & K2) | (((u0 >> 6) & K3) << 4);
+    let m_lo = u1 & K1;
+    let m_hi = ((u2 >> 4) & K2) | (((u1 >> 6) & K3) << 4);
+    _mm256_cvtepu8_epi16(_mm_set_epi32(m_hi as i32, m_lo as i32, sc_hi as i32, sc_lo as i32))
+}
+
+/// The nibbles and the packed scales and minimums (all of Q4_K, Q5_K but its fifth bits).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scale_min_prep(qs: &[u8; 128], scales: &[u8; 12]) -> ScaleMinPrep {
+    let m4 = _mm256_set1_epi8(0x0F);
+    let mut q = [_mm256_setzero_si256(); 8];
+    for j in 0..4 {
+        let bits = load_u8x32(group(qs, j));
+        q[2 * j] = _mm256_and_si256(bits, m4);
+        q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
+    }
+    let sm = scales_mins_i16(scales);
+    // scale s broadcast to all 16 i16 lanes: its two bytes picked in both 128-bit lanes
+    let sc128 = _mm256_permute2x128_si256::<0x00>(sm, sm);
+    let sc = std::array::from_fn(|s| _mm256_shuffle_epi8(sc128, _mm256_set1_epi16((((2 * s + 1) << 8) | (2 * s)) as i16)));
+    ScaleMinPrep { q, sc, mins: _mm256_extracti128_si256::<1>(sm) }
+}
+
+/// The eight scaled lanes of a Q4_K / Q5_K super-block.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scale_min_ints(p: &ScaleMinPrep, a: &BlockQ8K) -> __m256i {
+    let mut sumi = _mm256_setzero_si256();
+    for g in 0..8 {
+        // a 5-bit quant times a quant fits i16 pairwise (31 * 128 * 2), then times the 6-bit
+        // scale
+        let p16 = _mm256_maddubs_epi16(p.q[g], load_i8x32(group(&a.qs, g)));
+        sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p.sc[g], p16));
+    }
+    sumi
+}
+
+/// `mins . bsum pairs` in four lanes, lane `m` taking sub-blocks `2m` and `2m + 1` (as ggml
+/// pairs them).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scale_min_mins(p: &ScaleMinPrep, a: &BlockQ8K) -> __m128i {
+    let s = bsums(a);
+    // pairs of 16-value sums: the eight 32-value groups' sums, as ggml's `hadd`
+    let q8s = _mm_hadd_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
+    _mm_madd_epi16(p.mins, q8s)
+}
+
 // SAFETY: AVX2-only bodies, see the trait.
 unsafe impl Avx2KTile for Q4K {
     type W = BlockQ4K;
-    type Prep = Q4KPrep;
-    const HAS_MIN: bool = true;
+    type Prep = ScaleMinPrep;
+    const MINS: Mins = Mins::Lanes;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn prep(w: &BlockQ4K) -> Q4KPrep {
-        let m4 = _mm256_set1_epi8(0x0F);
-        let mut q = [_mm256_setzero_si256(); 8];
-        let mut sc = [_mm256_setzero_si256(); 8];
-        let mut mins = [0i16; 8];
-        for j in 0..4 {
-            let bits = load_u8x32(group(&w.qs, j));
-            q[2 * j] = _mm256_and_si256(bits, m4);
-            q[2 * j + 1] = _mm256_and_si256(_mm256_srli_epi16::<4>(bits), m4);
-        }
-        for s in 0..8 {
-            let (d, m) = q4_k::scale_min(s, &w.scales);
-            sc[s] = _mm256_set1_epi16(d as i16);
-            mins[s] = m as i16;
-        }
-        // SAFETY: mins is 8 i16 = 16 readable bytes.
-        Q4KPrep { q, sc, mins: unsafe { _mm_loadu_si128(mins.as_ptr() as *const __m128i) } }
+    unsafe fn prep(w: &BlockQ4K) -> ScaleMinPrep {
+        scale_min_prep(&w.qs, &w.scales)
     }
     #[inline]
     fn scales(w: &BlockQ4K) -> (f32, f32) {
@@ -101,22 +164,47 @@ unsafe impl Avx2KTile for Q4K {
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn ints(p: &Q4KPrep, a: &BlockQ8K) -> __m256i {
-        let mut sumi = _mm256_setzero_si256();
-        for g in 0..8 {
-            // nibble times quant fits i16 pairwise (15 * 128 * 2), then times the 6-bit scale
-            let p16 = _mm256_maddubs_epi16(p.q[g], load_i8x32(group(&a.qs, g)));
-            sumi = _mm256_add_epi32(sumi, _mm256_madd_epi16(p.sc[g], p16));
-        }
-        sumi
+    unsafe fn ints(p: &ScaleMinPrep, a: &BlockQ8K) -> __m256i {
+        scale_min_ints(p, a)
     }
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    unsafe fn min_ints(p: &Q4KPrep, a: &BlockQ8K) -> __m128i {
-        let s = bsums(a);
-        // pairs of 16-value sums: the eight 32-value groups' sums, as ggml's `hadd`
-        let q8s = _mm_hadd_epi16(_mm256_castsi256_si128(s), _mm256_extracti128_si256::<1>(s));
-        _mm_madd_epi16(p.mins, q8s)
+    unsafe fn min_ints(p: &ScaleMinPrep, a: &BlockQ8K) -> __m128i {
+        scale_min_mins(p, a)
+    }
+}
+
+// SAFETY: AVX2-only bodies, see the trait.
+unsafe impl Avx2KTile for Q5K {
+    type W = BlockQ5K;
+    type Prep = ScaleMinPrep;
+    const MINS: Mins = Mins::Scalar;
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn prep(w: &BlockQ5K) -> ScaleMinPrep {
+        let mut p = scale_min_prep(&w.qs, &w.scales);
+        // group g's fifth bits are bit g of the 32 `qh` bytes: 16 where set
+        let hbits = load_u8x32(&w.qh);
+        for g in 0..8 {
+            let m = _mm256_set1_epi8((1u8 << g) as i8);
+            let set = _mm256_cmpeq_epi8(_mm256_and_si256(hbits, m), m);
+            p.q[g] = _mm256_or_si256(p.q[g], _mm256_and_si256(set, _mm256_set1_epi8(16)));
+        }
+        p
+    }
+    #[inline]
+    fn scales(w: &BlockQ5K) -> (f32, f32) {
+        (fp16_to_fp32(w.d), fp16_to_fp32(w.dmin))
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn ints(p: &ScaleMinPrep, a: &BlockQ8K) -> __m256i {
+        scale_min_ints(p, a)
+    }
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    unsafe fn min_ints(p: &ScaleMinPrep, a: &BlockQ8K) -> __m128i {
+        scale_min_mins(p, a)
     }
 }
 
@@ -142,7 +230,7 @@ pub type Q6KPerSubblock = Q6KOrder<true>;
 unsafe impl<const PER_SUBBLOCK: bool> Avx2KTile for Q6KOrder<PER_SUBBLOCK> {
     type W = BlockQ6K;
     type Prep = Q6KPrep;
-    const HAS_MIN: bool = false;
+    const MINS: Mins = Mins::None;
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
     unsafe fn prep(w: &BlockQ6K) -> Q6KPrep {
@@ -214,12 +302,22 @@ pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[
     let mut acc = [[_mm256_setzero_ps(); C]; R];
     let mut acc_m = [[_mm_setzero_ps(); C]; R];
     // ggml: acc = fma(y.d * x.d, float(ints), acc); acc_m = fma(-y.d * x.dmin, float(mins), acc_m)
+    // (Q4_K) or summs = fma(-y.d * x.dmin, float(total of mins), summs) (Q5_K: acc_m lane 0)
     let step = |acc: &mut __m256, acc_m: &mut __m128, p: &F::Prep, (dw, mw): (f32, f32), ab: &BlockQ8K| {
         let da = ab.scale();
         // SAFETY (ints, min_ints): AVX2 by this function's contract.
         *acc = _mm256_fmadd_ps(_mm256_set1_ps(da * dw), _mm256_cvtepi32_ps(unsafe { F::ints(p, ab) }), *acc);
-        if F::HAS_MIN {
-            *acc_m = _mm_fmadd_ps(_mm_set1_ps(-da * mw), _mm_cvtepi32_ps(unsafe { F::min_ints(p, ab) }), *acc_m);
+        match F::MINS {
+            Mins::None => {}
+            Mins::Lanes => *acc_m = _mm_fmadd_ps(_mm_set1_ps(-da * mw), _mm_cvtepi32_ps(unsafe { F::min_ints(p, ab) }), *acc_m),
+            Mins::Scalar => {
+                // the four lanes' integer total is exact (below 2^24), so any order of the sum
+                // SAFETY: AVX2 by this function's contract.
+                let m = unsafe { F::min_ints(p, ab) };
+                let m = _mm_add_epi32(m, _mm_unpackhi_epi64(m, m));
+                let m = _mm_add_epi32(m, _mm_shuffle_epi32::<0b01>(m));
+                *acc_m = _mm_fmadd_ss(_mm_set_ss(-da * mw), _mm_cvtepi32_ps(m), *acc_m);
+            }
         }
     };
     for b in 0..nb {
@@ -247,11 +345,15 @@ pub(crate) unsafe fn k_tile<F: Avx2KTile, const R: usize, const C: usize>(w: [&[
     for r in 0..R {
         for c in 0..C {
             out[r][c] = hsum_ps(acc[r][c]);
-            if F::HAS_MIN {
-                let m = acc_m[r][c];
-                let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
-                let m = _mm_add_ss(m, _mm_movehdup_ps(m));
-                out[r][c] += _mm_cvtss_f32(m);
+            let m = acc_m[r][c];
+            match F::MINS {
+                Mins::None => {}
+                Mins::Lanes => {
+                    let m = _mm_add_ps(m, _mm_movehl_ps(m, m));
+                    let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+                    out[r][c] += _mm_cvtss_f32(m);
+                }
+                Mins::Scalar => out[r][c] += _mm_cvtss_f32(m),
             }
         }
     }
@@ -276,26 +378,36 @@ mod tests {
     use super::*;
     use crate::simd::cpu_features::{available_levels, SimdLevel};
     use crate::simd::quant::test_util::Lcg;
-    use crate::simd::quant::{q6_k, q8_k};
+    use crate::simd::quant::{q4_k, q5_k, q6_k, q8_k};
 
     /// ggml's AVX2 `vec_dot` written out in scalar code from each super-block's exact lane
     /// integers (computed by each test from the format's definition):
-    /// `acc[m] = fma(y.d * x.d, lane[m], acc[m])`, Q4_K's four minimum lanes likewise, then
+    /// `acc[m] = fma(y.d * x.d, lane[m], acc[m])`, Q4_K's four minimum lanes likewise (or
+    /// Q5_K's one scalar, `summs = fma(-y.d * x.dmin, total, summs)`, when `scalar_mins`), then
     /// ggml's horizontal sums.
-    fn model(lanes: &[([i32; 8], [i32; 4], f32, f32)]) -> f32 {
+    fn model(lanes: &[([i32; 8], [i32; 4], f32, f32)], scalar_mins: bool) -> f32 {
         let mut acc = [0f32; 8];
         let mut acc_m = [0f32; 4];
+        let mut summs = 0f32;
         for &(ints, mins, d, dmin) in lanes {
             for m in 0..8 {
                 acc[m] = d.mul_add(ints[m] as f32, acc[m]);
             }
-            for m in 0..4 {
-                acc_m[m] = dmin.mul_add(mins[m] as f32, acc_m[m]);
+            if scalar_mins {
+                summs = dmin.mul_add(mins.iter().sum::<i32>() as f32, summs);
+            } else {
+                for m in 0..4 {
+                    acc_m[m] = dmin.mul_add(mins[m] as f32, acc_m[m]);
+                }
             }
         }
         let s4: [f32; 4] = std::array::from_fn(|i| acc[i + 4] + acc[i]);
         let hs = (s4[0] + s4[2]) + (s4[1] + s4[3]);
-        hs + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]))
+        if scalar_mins {
+            hs + summs
+        } else {
+            hs + ((acc_m[0] + acc_m[2]) + (acc_m[1] + acc_m[3]))
+        }
     }
 
     fn acts(rng: &mut Lcg, nb: usize) -> Vec<BlockQ8K> {
@@ -330,7 +442,7 @@ mod tests {
                 .collect();
             // SAFETY: AVX2 was detected.
             let got = unsafe { k_dot::<Q6KPerPair>(&w, &a) };
-            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+            assert_eq!(got.to_bits(), model(&lanes, false).to_bits(), "nb={nb}");
         }
     }
 
@@ -362,8 +474,27 @@ mod tests {
                 .collect();
             // SAFETY: AVX2 was detected.
             let got = unsafe { k_dot::<Q6KPerSubblock>(&w, &a) };
-            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+            assert_eq!(got.to_bits(), model(&lanes, false).to_bits(), "nb={nb}");
         }
+    }
+
+    /// Q4_K / Q5_K lanes from the format's definition: the scaled quant products per lane and
+    /// the minimums times the pairs of 16-value sums, lane `m` taking sub-blocks `2m`, `2m + 1`.
+    fn scale_min_lanes<B: q4_k::ScaleMinBlock>(x: &B, y: &BlockQ8K) -> ([i32; 8], [i32; 4], f32, f32) {
+        let q = x.quants();
+        let mut ints = [0i32; 8];
+        for e in 0..256 {
+            ints[(e % 32) / 4] += q4_k::scale_min(e / 32, x.scales()).0 as i32 * q[e] as i32 * y.qs[e] as i32;
+        }
+        let mins: [i32; 4] = std::array::from_fn(|m| {
+            (0..2)
+                .map(|h| {
+                    let s = 2 * m + h;
+                    q4_k::scale_min(s, x.scales()).1 as i32 * (y.bsums[2 * s] as i32 + y.bsums[2 * s + 1] as i32)
+                })
+                .sum()
+        });
+        (ints, mins, y.scale() * fp16_to_fp32(x.d()), -y.scale() * fp16_to_fp32(x.dmin()))
     }
 
     #[test]
@@ -375,27 +506,27 @@ mod tests {
         for nb in [1usize, 2, 3, 8] {
             let w = q4_k::random_blocks(&mut rng, nb, 1.0);
             let a = acts(&mut rng, nb);
-            let lanes: Vec<_> = w
-                .iter()
-                .zip(&a)
-                .map(|(x, y)| {
-                    let q = q4_k::quants(x);
-                    let mut ints = [0i32; 8];
-                    for e in 0..256 {
-                        ints[(e % 32) / 4] += q4_k::scale_min(e / 32, &x.scales).0 as i32 * q[e] as i32 * y.qs[e] as i32;
-                    }
-                    let mins: [i32; 4] = std::array::from_fn(|m| {
-                        (0..2).map(|h| {
-                            let s = 2 * m + h;
-                            q4_k::scale_min(s, &x.scales).1 as i32 * (y.bsums[2 * s] as i32 + y.bsums[2 * s + 1] as i32)
-                        }).sum()
-                    });
-                    (ints, mins, y.scale() * fp16_to_fp32(x.d), -y.scale() * fp16_to_fp32(x.dmin))
-                })
-                .collect();
+            let lanes: Vec<_> = w.iter().zip(&a).map(|(x, y)| scale_min_lanes(x, y)).collect();
             // SAFETY: AVX2 was detected.
             let got = unsafe { k_dot::<Q4K>(&w, &a) };
-            assert_eq!(got.to_bits(), model(&lanes).to_bits(), "nb={nb}");
+            assert_eq!(got.to_bits(), model(&lanes, false).to_bits(), "nb={nb}");
+        }
+    }
+
+    /// Q5_K: Q4_K's lanes over 5-bit quants, the minimums to one fused scalar.
+    #[test]
+    fn q5_k_matches_ggml_avx2_model() {
+        if !available_levels().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        let mut rng = Lcg::new(63);
+        for nb in [1usize, 2, 3, 8] {
+            let w = q5_k::random_blocks(&mut rng, nb, 1.0);
+            let a = acts(&mut rng, nb);
+            let lanes: Vec<_> = w.iter().zip(&a).map(|(x, y)| scale_min_lanes(x, y)).collect();
+            // SAFETY: AVX2 was detected.
+            let got = unsafe { k_dot::<Q5K>(&w, &a) };
+            assert_eq!(got.to_bits(), model(&lanes, true).to_bits(), "nb={nb}");
         }
     }
 }

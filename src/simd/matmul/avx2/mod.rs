@@ -3,6 +3,7 @@
 
 pub(super) mod float;
 pub(super) mod heads;
+mod iq4nl;
 pub(super) mod kquant;
 mod matvec;
 pub(super) mod quant;
@@ -12,7 +13,7 @@ use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
 use crate::simd::quant::x86_util::{hsum_ps, load8_f32, prefetch_l2};
-use crate::simd::quant::{WType, Q4K, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
+use crate::simd::quant::{WType, Q4K, Q4_0, Q4_1, Q5K, Q5_0, Q5_1, Q8_0};
 use quant::Avx2Tile;
 use std::arch::x86_64::*;
 
@@ -25,8 +26,9 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         WType::Q4_1 => quant_rows::<Q4_1>(w, &q.tile_rows(&q.q8_1), dst),
         WType::Q5_0 => quant_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), dst),
         WType::Q5_1 => quant_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), dst),
-        WType::Q4K | WType::Q6K => k_products(w, q, dst),
+        WType::Q4K | WType::Q5K | WType::Q6K => k_products(w, q, dst),
         WType::Q8_0 => quant_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), dst),
+        WType::IQ4NL => iq4nl_products(w, q, dst),
         WType::F16 => float_rows(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
         WType::F32 => float_rows(|i| w.row_f32(i), |j| acts.row(j), dst),
     }
@@ -98,12 +100,45 @@ impl<'q, F: kquant::Avx2KTile> Tiles for KTiles<'q, F> {
     }
 }
 
-/// K-quant weights (Q4_K, Q6_K, the latter in the revision's order) in ggml's AVX2 order; the
+/// IQ4_NL weights against their Q8_0 activations (`iq4nl`).
+struct IQ4NLTiles<'a> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, crate::simd::quant::BlockQ8_0>,
+}
+
+impl<'q> Tiles for IQ4NLTiles<'q> {
+    type Row = &'q [crate::simd::quant::BlockIQ4NL];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [crate::simd::quant::BlockIQ4NL] {
+        blocks_from_bytes(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [crate::simd::quant::BlockIQ4NL]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: AVX2/FMA/F16C by this function's contract; the kernel checks the shapes.
+        unsafe { iq4nl::iq4nl_tile::<R, C>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.row_bytes()
+    }
+}
+
+/// IQ4_NL weights in ggml's AVX2 order; the AVX-512 level runs this too (ggml-cpu has no
+/// AVX-512 IQ4_NL code).
+#[inline(never)] // as quant_rows
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn iq4nl_products(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    // SAFETY: this function is compiled for and only entered with AVX2/FMA/F16C.
+    unsafe { walk_tiles(&IQ4NLTiles { w, a: &q.tile_rows(&q.q8_0) }, dst) }
+}
+
+/// K-quant weights (Q4_K, Q5_K, Q6_K, the last in the revision's order) in ggml's AVX2 order; the
 /// AVX-512 level runs this too.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(super) fn k_products(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     match w.wtype {
         WType::Q4K => k_rows::<Q4K>(w, &q.k_rows(), dst),
+        WType::Q5K => k_rows::<Q5K>(w, &q.k_rows(), dst),
         WType::Q6K if w.q6k_per_subblock => k_rows::<kquant::Q6KPerSubblock>(w, &q.k_rows(), dst),
         WType::Q6K => k_rows::<kquant::Q6KPerPair>(w, &q.k_rows(), dst),
         _ => unreachable!("k_products takes the K-quants"),

@@ -35,7 +35,9 @@ pub(super) unsafe fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantiz
             WType::Q5_0 => wide_rows::<Q5_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::Q5_1 => wide_rows::<Q5_1>(w, &q.tile_rows(&q.q8_1), &[], dst),
             // ggml-cpu has no AVX-512 K-quant code: its AVX2 order, by the AVX2 kernels
-            WType::Q4K | WType::Q6K => super::avx2::k_products(w, q, dst),
+            WType::Q4K | WType::Q5K | WType::Q6K => super::avx2::k_products(w, q, dst),
+            // nor AVX-512 IQ4_NL code
+            WType::IQ4NL => super::avx2::iq4nl_products(w, q, dst),
             WType::Q8_0 => wide_rows::<Q8_0>(w, &q.tile_rows(&q.q8_0), &q.off, dst),
             WType::F16 if q.halves => float_rows_avx512(|i| w.row_f16(i), |j| &q.hb_row(j)[..w.k()], dst),
             WType::F16 => float_rows_avx512(|i| w.row_f16(i), |j| &q.h_row(j)[..w.k()], dst),

@@ -1,11 +1,15 @@
-//! K-quant products (Q4_K, Q6_K weights against Q8_K activations) in ggml-cpu's NEON order.
+//! K-quant products (Q4_K, Q5_K, Q6_K weights against Q8_K activations) in ggml-cpu's NEON
+//! order.
 //!
-//! ggml's NEON `vec_dot_q4_K_q8_K` / `vec_dot_q6_K_q8_K` reduce every 256-value super-block to
+//! ggml's NEON `vec_dot_q{4,5,6}_K_q8_K` reduce every 256-value super-block to
 //! exact integer totals (`vaddvq` of its dot products, times the sub-block scales) and fold them
 //! into one scalar `sumf` in a fixed order, each step one fused operation as clang contracts it:
 //! - Q4_K: `sumf -= dmin * P` then `sumf += d * S`, with `d = y.d * x.d`,
 //!   `dmin = y.d * x.dmin`, `P` the minimums times the pairs of 16-value sums, `S` the scaled
 //!   nibble products;
+//! - Q5_K: `sumf += d * S - dmin * P` (the same `d`, `dmin`, `P`; `S` over 5-bit quants), which
+//!   clang contracts to `sumf + fma(d, S, -(dmin * P))`: the first product fused, the second
+//!   rounded, the outer add separate;
 //! - Q6_K: `sum += d_all * y.d * I`, `I` the scaled products of the quants less 32 times the
 //!   scaled sums (`isum - 32 * isum_mins`).
 //!
@@ -19,7 +23,7 @@ use super::tiles::block_ints;
 use crate::simd::matmul::acts::ActRows;
 use crate::simd::quant::f16::fp16_to_fp32;
 use crate::simd::quant::q8_k::BlockQ8K;
-use crate::simd::quant::{q4_k, BlockQ4K, BlockQ6K, Format, Q4K, Q6K};
+use crate::simd::quant::{q4_k, BlockQ4K, BlockQ5K, BlockQ6K, Format, Q4K, Q5K, Q6K};
 use std::arch::aarch64::*;
 
 /// A K-quant format as ggml-cpu's NEON `vec_dot` sees it.
@@ -45,9 +49,10 @@ unsafe fn dot32<const DOT: bool>(q: &[int8x16_t; 2], a: &[i8]) -> i32 {
     unsafe { vaddvq_s32(block_ints::<DOT>(q, &[vld1q_s8(a.as_ptr()), vld1q_s8(a.as_ptr().add(16))])) }
 }
 
-/// Q4_K unpacked: the eight 32-value sub-blocks' nibbles, scales and minimums, `d` and `dmin`.
+/// Q4_K or Q5_K unpacked: the eight 32-value sub-blocks' quants, scales and minimums, `d` and
+/// `dmin`.
 #[derive(Clone, Copy)]
-pub(crate) struct Q4KPrep {
+pub(crate) struct ScaleMinPrep {
     q: [[int8x16_t; 2]; 8],
     sc: [i32; 8],
     mins: [i32; 8],
@@ -55,39 +60,87 @@ pub(crate) struct Q4KPrep {
     dmin: f32,
 }
 
+/// The nibbles, scales and minimums (all of Q4_K, Q5_K but its fifth bits).
+#[inline(always)]
+fn scale_min_prep(qs: &[u8; 128], scales: &[u8; 12], d: u16, dmin: u16) -> ScaleMinPrep {
+    // SAFETY: NEON intrinsics (aarch64 baseline); each load reads 16 of the 128 quant bytes.
+    let q = unsafe {
+        let m4 = vdupq_n_u8(0x0F);
+        let mut q = [[vdupq_n_s8(0); 2]; 8];
+        for j in 0..4 {
+            let b0 = vld1q_u8(qs.as_ptr().add(32 * j));
+            let b1 = vld1q_u8(qs.as_ptr().add(32 * j + 16));
+            q[2 * j] = [vreinterpretq_s8_u8(vandq_u8(b0, m4)), vreinterpretq_s8_u8(vandq_u8(b1, m4))];
+            q[2 * j + 1] = [vreinterpretq_s8_u8(vshrq_n_u8::<4>(b0)), vreinterpretq_s8_u8(vshrq_n_u8::<4>(b1))];
+        }
+        q
+    };
+    let sm: [(u8, u8); 8] = std::array::from_fn(|s| q4_k::scale_min(s, scales));
+    ScaleMinPrep { q, sc: sm.map(|x| x.0 as i32), mins: sm.map(|x| x.1 as i32), d: fp16_to_fp32(d), dmin: fp16_to_fp32(dmin) }
+}
+
+/// A super-block's exact totals: `P` (the minimums times the pairs of 16-value sums) and `S`
+/// (the scaled quant products).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn scale_min_totals<const DOT: bool>(p: &ScaleMinPrep, a: &BlockQ8K) -> (i32, i32) {
+    let prod: i32 = (0..8).map(|k| p.mins[k] * (a.bsums[2 * k] as i32 + a.bsums[2 * k + 1] as i32)).sum();
+    let mut s = 0i32;
+    for k in 0..8 {
+        // SAFETY: DOT passed on from this function's contract.
+        s += unsafe { dot32::<DOT>(&p.q[k], &a.qs[32 * k..]) } * p.sc[k];
+    }
+    (prod, s)
+}
+
 impl NeonKTile for Q4K {
-    type Prep = Q4KPrep;
+    type Prep = ScaleMinPrep;
     #[inline(always)]
-    fn prep(w: &BlockQ4K) -> Q4KPrep {
-        // SAFETY: NEON intrinsics (aarch64 baseline); each load reads 16 of the 128 quant bytes.
-        let q = unsafe {
-            let m4 = vdupq_n_u8(0x0F);
-            let mut q = [[vdupq_n_s8(0); 2]; 8];
-            for j in 0..4 {
-                let b0 = vld1q_u8(w.qs.as_ptr().add(32 * j));
-                let b1 = vld1q_u8(w.qs.as_ptr().add(32 * j + 16));
-                q[2 * j] = [vreinterpretq_s8_u8(vandq_u8(b0, m4)), vreinterpretq_s8_u8(vandq_u8(b1, m4))];
-                q[2 * j + 1] = [vreinterpretq_s8_u8(vshrq_n_u8::<4>(b0)), vreinterpretq_s8_u8(vshrq_n_u8::<4>(b1))];
-            }
-            q
-        };
-        let sm: [(u8, u8); 8] = std::array::from_fn(|s| q4_k::scale_min(s, &w.scales));
-        Q4KPrep { q, sc: sm.map(|x| x.0 as i32), mins: sm.map(|x| x.1 as i32), d: fp16_to_fp32(w.d), dmin: fp16_to_fp32(w.dmin) }
+    fn prep(w: &BlockQ4K) -> ScaleMinPrep {
+        scale_min_prep(&w.qs, &w.scales, w.d, w.dmin)
     }
     #[inline(always)]
-    unsafe fn step<const DOT: bool>(sumf: f32, p: &Q4KPrep, a: &BlockQ8K) -> f32 {
+    unsafe fn step<const DOT: bool>(sumf: f32, p: &ScaleMinPrep, a: &BlockQ8K) -> f32 {
         let da = a.scale();
         let (d, dmin) = (da * p.d, da * p.dmin);
-        let prod: i32 = (0..8).map(|k| p.mins[k] * (a.bsums[2 * k] as i32 + a.bsums[2 * k + 1] as i32)).sum();
+        // SAFETY: DOT passed on from this function's contract.
+        let (prod, s) = unsafe { scale_min_totals::<DOT>(p, a) };
         // sumf -= dmin * P
         let sumf = (-dmin).mul_add(prod as f32, sumf);
-        let mut s = 0i32;
-        for k in 0..8 {
-            // SAFETY: DOT passed on from this function's contract.
-            s += unsafe { dot32::<DOT>(&p.q[k], &a.qs[32 * k..]) } * p.sc[k];
-        }
         // sumf += d * (sumi1 + sumi2)
         d.mul_add(s as f32, sumf)
+    }
+}
+
+impl NeonKTile for Q5K {
+    type Prep = ScaleMinPrep;
+    #[inline(always)]
+    fn prep(w: &BlockQ5K) -> ScaleMinPrep {
+        let mut p = scale_min_prep(&w.qs, &w.scales, w.d, w.dmin);
+        // SAFETY: NEON intrinsics (aarch64 baseline); the loads read the 32 `qh` bytes.
+        unsafe {
+            let hb = [vld1q_u8(w.qh.as_ptr()), vld1q_u8(w.qh.as_ptr().add(16))];
+            let m16 = vdupq_n_u8(16);
+            // sub-block k's fifth bits are bit k of the `qh` bytes: 16 where set
+            for k in 0..8 {
+                let bit = vdupq_n_u8(1 << k);
+                for (q, &hb) in p.q[k].iter_mut().zip(&hb) {
+                    *q = vorrq_s8(*q, vreinterpretq_s8_u8(vandq_u8(vtstq_u8(hb, bit), m16)));
+                }
+            }
+        }
+        p
+    }
+    #[inline(always)]
+    unsafe fn step<const DOT: bool>(sumf: f32, p: &ScaleMinPrep, a: &BlockQ8K) -> f32 {
+        let da = a.scale();
+        let (d, dmin) = (da * p.d, da * p.dmin);
+        // SAFETY: DOT passed on from this function's contract.
+        let (prod, s) = unsafe { scale_min_totals::<DOT>(p, a) };
+        // sumf += d * sumi - dmin * sumi_mins, as clang contracts it
+        sumf + d.mul_add(s as f32, -(dmin * prod as f32))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The NEON tile family: `tiles` (the block formats' [`NeonTile`](tiles::NeonTile)s, integer and
 //! float tiles, with and without `sdot` / FEAT_FP16), and here their entry points.
 
+mod iq4nl;
 mod kquant;
 mod matvec;
 pub(super) mod tiles;
@@ -55,6 +56,8 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         WType::Q4K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        WType::IQ4NL => unsafe { walk_tiles(&IQ4NLTiles::<DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+        WType::Q5K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q5K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         WType::Q6K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q6K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
@@ -138,6 +141,29 @@ impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
         // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
         // columns j..j + C exist and that the rows hold a.nb blocks.
         unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
+    }
+    #[inline(always)]
+    fn act_row_bytes(&self) -> usize {
+        self.a.row_bytes()
+    }
+}
+
+/// IQ4_NL weights against their Q8_0 activations (`iq4nl`), `sdot` when `DOT`.
+struct IQ4NLTiles<'a, const DOT: bool> {
+    w: &'a Weights<'a>,
+    a: &'a ActRows<'a, crate::simd::quant::BlockQ8_0>,
+}
+
+impl<'q, const DOT: bool> Tiles for IQ4NLTiles<'q, DOT> {
+    type Row = &'q [crate::simd::quant::BlockIQ4NL];
+    #[inline(always)]
+    fn w_row(&self, i: usize) -> &'q [crate::simd::quant::BlockIQ4NL] {
+        blocks_from_bytes(self.w.row(i))
+    }
+    #[inline(always)]
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [crate::simd::quant::BlockIQ4NL]; R], j: usize) -> [[f32; C]; R] {
+        // SAFETY: dotprod when DOT, by this function's contract; the kernel checks the shapes.
+        unsafe { iq4nl::iq4nl_tile::<DOT, R, C>(w, self.a, j) }
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
