@@ -57,11 +57,12 @@ check() { # name command...
   fi
 }
 times=()
-step() { # name command...
-  local name="$1" t0=$SECONDS
+step() { # name command...: the command's status (callers test it, or set -e stops the script)
+  local name="$1" t0=$SECONDS rc=0
   shift
-  "$@"
+  "$@" || rc=$?
   times+=("$(printf '%-34s %4d s' "$name" $((SECONDS - t0)))")
+  return $rc
 }
 
 SERVERS=()
@@ -127,6 +128,10 @@ stock_only() { ! has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend
 check "unprefixed ABI linked in ours (gen-upstream)" linked_ours "$R/gen-upstream"
 check "unprefixed ABI linked in ours (rpc-server)" linked_ours "$R/rpc-server"
 check "stock links ggml-backend.cpp (no library)" stock_only "$S/gen-upstream"
+# linked as a CMake user links: no -u, --whole-archive or --no-as-needed (the link anchors keep the
+# CPU and RPC registrations)
+no_link_flags() { ! grep -E -- '-u,ggml_|--whole-archive|--no-as-needed' "$1/build.ninja" >/dev/null; }
+check "ours links with no extra linker flag" no_link_flags "$R"
 check "ggml-backend.cpp / -reg.cpp absent from our tree" test ! -e "$SRC_RS/ggml/src/ggml-backend.cpp" -a ! -e "$SRC_RS/ggml/src/ggml-backend-reg.cpp"
 
 # --- llama.cpp's backend-level tests ---------------------------------------------------------------
@@ -144,7 +149,8 @@ check "ctest: ours all passed" bash -c "[[ -s '$OUT/ctest-rs.txt' ]] && ! grep -
 # test-backend-ops compares a backend against the CPU and skips the CPU itself unless asked for it
 backend_ops() { # dir op
   local log="$OUT/runs/backend-ops-$(basename "$1")-$2.log"
-  timeout 600 "$1/test-backend-ops" test -b CPU -o "$2" >"$log" 2>&1 && grep -q '1/1 backends passed' "$log"
+  # (FLASH_ATTN_EXT's 5141 cases take ~5 min on an idle core and more under load)
+  timeout 1800 "$1/test-backend-ops" test -b CPU -o "$2" >"$log" 2>&1 && grep -q '1/1 backends passed' "$log"
 }
 # ~25 s on 2 cores; the full run adds the slow families (up to minutes each)
 BACKEND_OPS=(SET_ROWS ADD)
@@ -187,7 +193,9 @@ start_server() { # dir -> sets SERVER_PID, SERVER_EP
   port=$next_port
   next_port=$((next_port + 1))
   # loopback only
-  timeout 900 "$dir/rpc-server" -H 127.0.0.1 -p "$port" -t 2 >"$OUT/runs/server-$port.log" 2>&1 &
+  # SERVER_VMEM (KiB): the server's address space capped (ulimit -v), so it refuses large buffers
+  (if [[ -n "${SERVER_VMEM:-}" ]]; then ulimit -v "$SERVER_VMEM"; fi
+   exec timeout 900 "$dir/rpc-server" -H 127.0.0.1 -p "$port" -t 2) >"$OUT/runs/server-$port.log" 2>&1 &
   SERVER_PID=$!
   SERVERS+=("$SERVER_PID")
   SERVER_EP="127.0.0.1:$port"
@@ -264,6 +272,23 @@ if [[ "$FULL" == 1 ]]; then
   }
   restart_run "$R" "$R" "$OUT/runs/restart-rs.txt"
   check "restart: a new server on the same port, ours = stock pair" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/restart-rs.txt"
+  # refusal: a server that cannot allocate the model's 92 MB buffer (address space capped at
+  # 60 MB): the client fails to load as stock's does, and the server keeps serving
+  refuse_run() { # client server out
+    SERVER_VMEM=60000 start_server "$2" || return 1
+    local rc=0
+    timeout 120 "$1/gen-upstream" -m "$MODEL" -p "$PROMPT" -n 4 -t 2 --rpc "$SERVER_EP" -ngl 99 >"$3" 2>"$3.err" || rc=$?
+    echo "$rc" >"$3.rc"
+    if kill -0 "$SERVER_PID" 2>/dev/null; then echo alive >"$3.server"; else echo gone >"$3.server"; fi
+    stop_server "$SERVER_PID"
+  }
+  refuse_run "$S" "$S" "$OUT/runs/refuse-stock.txt"
+  refuse_run "$R" "$R" "$OUT/runs/refuse-rs.txt"
+  echo "upstream: refusal (server capped at 60 MB): stock client rc $(cat "$OUT/runs/refuse-stock.txt.rc"), server $(cat "$OUT/runs/refuse-stock.txt.server"); ours rc $(cat "$OUT/runs/refuse-rs.txt.rc"), server $(cat "$OUT/runs/refuse-rs.txt.server")"
+  check "refusal: our client fails like stock's, our server keeps serving" bash -c "
+    [[ \$(cat '$OUT/runs/refuse-rs.txt.rc') == \$(cat '$OUT/runs/refuse-stock.txt.rc') && \$(cat '$OUT/runs/refuse-rs.txt.rc') != 0 ]] &&
+    [[ \$(cat '$OUT/runs/refuse-rs.txt.server') == alive && \$(cat '$OUT/runs/refuse-stock.txt.server') == alive ]] &&
+    grep -q 'unable to allocate' '$OUT/runs/refuse-rs.txt.err'"
   check "fault: our client ends like stock's (no hang: rc != 124)" bash -c "[[ \$(cat '$OUT/runs/fault-rs.txt.rc') != 124 && \$(cat '$OUT/runs/fault-rs.txt.rc') == \$(cat '$OUT/runs/fault-stock.txt.rc') ]]"
 
   # llama compiled against our headers, with llama.cpp's own whole test suite
@@ -285,6 +310,7 @@ if [[ "$FULL" == 1 ]]; then
   mkdir -p "$SS" "$RS"
   step "stock shared: build" cfg_build "$SS" ON OFF OFF "$SS" gen-upstream rpc-server
   step "ours shared: build" cfg_build "$RS" ON ON OFF "$RS" gen-upstream rpc-server
+  check "ours shared links with no extra linker flag" no_link_flags "$RS"
   gen "$SS" "$OUT/runs/gen-stock-shared.txt" || true
   gen "$RS" "$OUT/runs/gen-rs-shared.txt" || true
   check "shared: stock shared = stock static" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-stock-shared.txt"
