@@ -154,6 +154,19 @@ int main(int argc, char ** argv) {
             snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", q[i].n, (long long) q[i].m, (long long) q[i].k, q[i].batch);
             bench(name, c, G(mul_mat)(c, a, x));
         } }
+    /* ragged batches (activation counts not a multiple of four): the tile walk's edge shapes
+       (batch 22 = two cache blocks of 8, then 6) */
+    {   struct { enum G(type) t; const char * n; int64_t k, m; int batch; } q[] = {
+            { C(TYPE_Q4_1), "q4_1", 576, 576, 3 }, { C(TYPE_Q4_1), "q4_1", 576, 576, 6 }, { C(TYPE_Q4_1), "q4_1", 576, 576, 22 },
+            { C(TYPE_Q6_K), "q6_K", 2048, 640, 6 }, { C(TYPE_F16), "f16", 576, 576, 3 },
+        };
+        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
+            struct G(context) * c = new_ctx();
+            tensor_t * a = G(new_tensor_2d)(c, q[i].t, q[i].k, q[i].m);
+            tensor_t * x = G(new_tensor_2d)(c, C(TYPE_F32), q[i].k, q[i].batch);
+            snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", q[i].n, (long long) q[i].m, (long long) q[i].k, q[i].batch);
+            bench(name, c, G(mul_mat)(c, a, x));
+        } }
     /* whisper's attention products (tiny-random: 2 heads of 64, 1500 frames) and its decoder's
        F16 output product, laid out as whisper.cpp builds them */
     {   struct G(context) * c = new_ctx();
