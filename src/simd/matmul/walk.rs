@@ -17,6 +17,27 @@ pub(super) trait Tiles {
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [Self::Row; R], j: usize) -> [[f32; C]; R];
     /// Bytes of one activation row as the kernel reads it (sizes the walk's cache block).
     fn act_row_bytes(&self) -> usize;
+    /// Which tile shapes the walk instantiates, a per-level choice of code size against the
+    /// work of the rare shapes (each output's arithmetic is the same in every shape, so the
+    /// choice never changes a bit). [`TileShapes::All`] unless a level says otherwise.
+    const SHAPES: TileShapes = TileShapes::All;
+}
+
+/// The tile shapes a [`Tiles`] level's walk uses (see [`Tiles::SHAPES`]). Every shape is a
+/// fully unrolled kernel instance per format, inlined into the level's entry: the choice is what
+/// an app pays in code size for the ragged edges.
+#[derive(PartialEq, Eq)]
+pub(super) enum TileShapes {
+    /// Weight rows in pairs, then an odd row alone (`R` = 2, 1); activation rows in fours, then
+    /// the ragged edge as one tile (`C` = 4, 3, 2, 1): the least work (x86, where the code size
+    /// is not budgeted).
+    All,
+    /// Only `R = 2` x `C` = 4 or 1, plus 1 x 1 for a view of one weight row: ragged activation
+    /// edges (3 or 2 rows) as one-row tiles, and an odd last weight row computed together with
+    /// its predecessor (that row's outputs are computed twice, to the same bits). A third of
+    /// the instances of [`Self::All`] (NEON: the Android library's size budget); the products
+    /// whose batch is a multiple of 4 (and of 1) walk exactly as with `All`.
+    Few,
 }
 
 /// Fills `dst` tile by tile: weight rows in pairs and activation rows in fours, then the ragged
@@ -50,13 +71,24 @@ pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, row
     while j0 < acts.end {
         let j1 = (j0 + block).min(acts.end);
         let mut i = rows.start;
-        // SAFETY (walk_cols): passed on from this function's contract.
-        while i + 2 <= rows.end {
-            unsafe { walk_cols::<K, 2>(k, dst, i, j0..j1) };
-            i += 2;
-        }
-        if i < rows.end {
+        // (one call of each walk_cols instance: each is inlined, so a second call would be a
+        // second copy of its kernels)
+        loop {
+            // SAFETY (walk_cols): passed on from this function's contract.
+            while i + 2 <= rows.end {
+                unsafe { walk_cols::<K, 2>(k, dst, i, j0..j1) };
+                i += 2;
+            }
+            if i == rows.end {
+                break;
+            }
+            if K::SHAPES == TileShapes::Few && rows.len() >= 2 {
+                // the odd last row with its predecessor (recomputed to the same bits)
+                i = rows.end - 2;
+                continue;
+            }
             unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
+            break;
         }
         j0 = j1;
     }
@@ -91,15 +123,29 @@ unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: u
     }
     let mut j = cols.start;
     // SAFETY (tile calls): passed on from this function's contract.
-    while j + 4 <= cols.end {
-        put_tile(dst, i, j, unsafe { k.tile::<R, 4>(w, j) });
-        j += 4;
+    if K::SHAPES == TileShapes::All {
+        while j + 4 <= cols.end {
+            put_tile(dst, i, j, unsafe { k.tile::<R, 4>(w, j) });
+            j += 4;
+        }
+        match cols.end - j {
+            3 => put_tile(dst, i, j, unsafe { k.tile::<R, 3>(w, j) }),
+            2 => put_tile(dst, i, j, unsafe { k.tile::<R, 2>(w, j) }),
+            1 => put_tile(dst, i, j, unsafe { k.tile::<R, 1>(w, j) }),
+            _ => {}
+        }
+        return;
     }
-    match cols.end - j {
-        3 => put_tile(dst, i, j, unsafe { k.tile::<R, 3>(w, j) }),
-        2 => put_tile(dst, i, j, unsafe { k.tile::<R, 2>(w, j) }),
-        1 => put_tile(dst, i, j, unsafe { k.tile::<R, 1>(w, j) }),
-        _ => {}
+    // TileShapes::Few: a one-row view (R = 1) takes 1 x 1 tiles only
+    if R == 2 {
+        while j + 4 <= cols.end {
+            put_tile(dst, i, j, unsafe { k.tile::<R, 4>(w, j) });
+            j += 4;
+        }
+    }
+    while j < cols.end {
+        put_tile(dst, i, j, unsafe { k.tile::<R, 1>(w, j) });
+        j += 1;
     }
 }
 

@@ -6,7 +6,7 @@ mod kquant;
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, Tiles, PANEL_MIN_ACTS};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles, PANEL_MIN_ACTS};
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
@@ -102,6 +102,7 @@ struct HalfTiles<'a> {
 }
 
 impl<'a> Tiles for HalfTiles<'a> {
+    const SHAPES: TileShapes = TileShapes::Few;
     type Row = &'a [u16];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'a [u16] {
@@ -131,6 +132,7 @@ struct QuantTiles<'a, F: tile::NeonTile, const DOT: bool> {
 }
 
 impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
+    const SHAPES: TileShapes = TileShapes::Few;
     type Row = &'q [F::W];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'q [F::W] {
@@ -179,6 +181,7 @@ struct KTiles<'a, F: kquant::NeonKTile, const DOT: bool> {
 }
 
 impl<'q, F: kquant::NeonKTile, const DOT: bool> Tiles for KTiles<'q, F, DOT> {
+    const SHAPES: TileShapes = TileShapes::Few;
     type Row = &'q [F::W];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'q [F::W] {
@@ -204,6 +207,7 @@ struct PanelTiles<'p, 'a, F: tile::NeonTile, const DOT: bool> {
 }
 
 impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT> {
+    const SHAPES: TileShapes = TileShapes::Few;
     type Row = tile::PanelRow<'p>;
     #[inline(always)]
     fn w_row(&self, i: usize) -> tile::PanelRow<'p> {
@@ -239,6 +243,7 @@ unsafe fn quant_rows<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &Ac
 }
 
 impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, f32> {
+    const SHAPES: TileShapes = TileShapes::Few;
     type Row = &'w [E];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'w [E] {
