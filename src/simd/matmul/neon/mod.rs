@@ -33,19 +33,24 @@ unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &
     unsafe { tiles::<true>(w, acts, q, dst) }
 }
 
+/// The format dispatch. Each format's products are a function of their own, out of line
+/// ([`walk`], [`matvec`], [`float_rows`]): expanded into this one body they were a single
+/// 216 KB function (ARMv8.0) and a 173 KB one (`sdot`), and LLVM gave the shared loops no chance
+/// to stay shared. One call per product view; the kernels stay inlined inside each function.
+///
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
 unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     // SAFETY (quant_rows): passed on from this function's contract.
     if dst.is_single_act() {
-        // SAFETY (quant_matvec): passed on from this function's contract.
+        // SAFETY (matvec): passed on from this function's contract.
         match w.wtype {
-            WType::Q4_0 => return unsafe { matvec::quant_matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-            WType::Q4_1 => return unsafe { matvec::quant_matvec::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
-            WType::Q8_0 => return unsafe { matvec::quant_matvec::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-            WType::Q5_0 => return unsafe { matvec::quant_matvec::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-            WType::Q5_1 => return unsafe { matvec::quant_matvec::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+            WType::Q4_0 => return unsafe { matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q4_1 => return unsafe { matvec::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+            WType::Q8_0 => return unsafe { matvec::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q5_0 => return unsafe { matvec::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+            WType::Q5_1 => return unsafe { matvec::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
             _ => {}
         }
     }
@@ -55,16 +60,105 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
         WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
-        WType::Q4K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
-        WType::IQ4NL => unsafe { walk_tiles(&IQ4NLTiles::<DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
-        WType::Q5K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q5K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
-        WType::Q6K => unsafe { walk_tiles(&KTiles::<crate::simd::quant::Q6K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        // SAFETY (walk): passed on from this function's contract.
+        WType::Q4K => unsafe { walk::<_, DOT>(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        WType::IQ4NL => unsafe { walk::<_, DOT>(&IQ4NLTiles::<DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
+        WType::Q5K => unsafe { walk::<_, DOT>(&KTiles::<crate::simd::quant::Q5K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
+        WType::Q6K => unsafe { walk::<_, DOT>(&KTiles::<crate::simd::quant::Q6K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         // (the same rule as `acts::halves`, which prepared these activations as half bits)
         // SAFETY: FEAT_FP16 was detected at runtime.
         WType::F16 if crate::simd::cpu_features::has_fp16() => unsafe { f16_rows_hp(w, q, dst) },
-        // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
-        WType::F16 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| &q.h_row(j)[..w.k()]), dst) },
-        WType::F32 => unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.act_rows(), |j| acts.row(j)), dst) },
+        WType::F16 | WType::F32 => float_rows(w, acts, q, dst),
+    }
+}
+
+/// The tile walk of `k` as a function of its own (one per tile kind and `DOT`; see [`tiles`]).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn walk<K: Tiles, const DOT: bool>(k: &K, dst: &mut DstView<'_>) {
+    // SAFETY: dotprod when DOT, by this function's contract; the kernels need nothing else.
+    unsafe {
+        if DOT {
+            walk_sdot(k, dst)
+        } else {
+            walk_base(k, dst)
+        }
+    }
+}
+
+/// A call that stays a call: rustc drops `#[inline(never)]` from a `#[target_feature]`
+/// function (rustc 1.95: the walk was inlined back into `tiles_sdot`), but LLVM never inlines a
+/// function with more target features into one with fewer, so this featureless `inline(never)`
+/// step keeps [`walk_sdot_body`] out of line.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[inline(never)]
+unsafe fn walk_sdot<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
+    // SAFETY: passed on from this function's contract.
+    unsafe { walk_sdot_body(k, dst) }
+}
+
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+unsafe fn walk_sdot_body<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
+    // SAFETY: the tiles' requirement (dotprod at most) is this function's.
+    unsafe { walk_tiles(k, dst) }
+}
+
+/// # Safety
+/// As `K`'s tiles (for the kinds walked here: nothing beyond NEON).
+#[inline(never)]
+unsafe fn walk_base<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
+    // SAFETY: passed on from this function's contract.
+    unsafe { walk_tiles(k, dst) }
+}
+
+/// [`matvec::quant_matvec`] as a function of its own per format and `DOT` (see [`tiles`]).
+///
+/// # Safety
+/// With `DOT`, the CPU must have the dot product extension.
+#[inline(always)]
+unsafe fn matvec<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    /// # Safety
+    /// The CPU must have the dot product extension. (Out of line as [`walk_sdot`].)
+    #[inline(never)]
+    unsafe fn sdot<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+        // SAFETY: passed on from this function's contract.
+        unsafe { sdot_body::<F>(w, a, dst) }
+    }
+    /// # Safety
+    /// The CPU must have the dot product extension.
+    #[target_feature(enable = "dotprod")]
+    unsafe fn sdot_body<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+        // SAFETY: dotprod by this function's contract.
+        unsafe { matvec::quant_matvec::<F, true>(w, a, dst) }
+    }
+    #[inline(never)]
+    fn base<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+        // SAFETY: DOT = false needs nothing beyond NEON.
+        unsafe { matvec::quant_matvec::<F, false>(w, a, dst) }
+    }
+    if DOT {
+        // SAFETY: dotprod when DOT, by this function's contract.
+        unsafe { sdot::<F>(w, a, dst) }
+    } else {
+        base::<F>(w, a, dst)
+    }
+}
+
+/// F16 (without FEAT_FP16) and F32 products: float kernels, the same with and without `sdot`,
+/// so one copy out of line rather than one in each of [`tiles`]' two bodies.
+#[inline(never)]
+fn float_rows(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
+    // SAFETY (walk_tiles): the float kernels need nothing beyond NEON.
+    if w.wtype == WType::F16 {
+        unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f16(i), dst.act_rows(), |j| &q.h_row(j)[..w.k()]), dst) }
+    } else {
+        unsafe { walk_tiles(&FloatTiles::new(|i| w.row_f32(i), dst.act_rows(), |j| acts.row(j)), dst) }
     }
 }
 
@@ -234,12 +328,19 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
 unsafe fn quant_rows<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
-        let panel = tile::Panel::<F>::new(rows.clone().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows());
+        let panel = panel::<F>(w, a, dst);
         // SAFETY: passed on from this function's contract.
-        return unsafe { walk_tiles(&PanelTiles::<F, DOT> { panel: &panel, r0: rows.start, a }, dst) };
+        return unsafe { walk::<_, DOT>(&PanelTiles::<F, DOT> { panel: &panel, r0: rows.start, a }, dst) };
     }
     // SAFETY: passed on from this function's contract.
-    unsafe { walk_tiles(&QuantTiles::<F, DOT> { w, a }, dst) }
+    unsafe { walk::<_, DOT>(&QuantTiles::<F, DOT> { w, a }, dst) }
+}
+
+/// The view's weight rows unpacked ([`tile::Panel`]): one function per format, shared by both
+/// `DOT` paths.
+#[inline(never)]
+fn panel<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &DstView<'_>) -> tile::Panel<F> {
+    tile::Panel::<F>::new(dst.weight_rows().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows())
 }
 
 impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, f32> {
