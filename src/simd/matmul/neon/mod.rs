@@ -6,7 +6,9 @@ mod kquant;
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles, PANEL_MIN_ACTS};
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles};
+#[cfg(doc)]
+use super::walk::PANEL_MIN_ACTS;
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
@@ -55,11 +57,11 @@ unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &Quantized
         }
     }
     match w.wtype {
-        WType::Q4_0 => unsafe { quant_rows::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-        WType::Q4_1 => unsafe { quant_rows::<Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
-        WType::Q8_0 => unsafe { quant_rows::<Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-        WType::Q5_0 => unsafe { quant_rows::<Q5_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
-        WType::Q5_1 => unsafe { quant_rows::<Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+        WType::Q4_0 => unsafe { quant_rows::<Q4_0, Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q4_1 => unsafe { quant_rows::<Q4_1, Q4_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
+        WType::Q8_0 => unsafe { quant_rows::<Q8_0, Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q5_0 => unsafe { quant_rows::<Q5_0, Q8_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
+        WType::Q5_1 => unsafe { quant_rows::<Q5_1, Q5_1, DOT>(w, &q.tile_rows(&q.q8_1), dst) },
         // SAFETY (walk): passed on from this function's contract.
         WType::Q4K => unsafe { walk::<_, DOT>(&KTiles::<crate::simd::quant::Q4K, DOT> { w, a: &q.k_rows(), _f: std::marker::PhantomData }, dst) },
         WType::IQ4NL => unsafe { walk::<_, DOT>(&IQ4NLTiles::<DOT> { w, a: &q.tile_rows(&q.q8_0) }, dst) },
@@ -218,32 +220,6 @@ impl<'a> Tiles for HalfTiles<'a> {
     }
 }
 
-/// Q4_0 / Q4_1 / Q8_0 weights against their prepared partner-format activations, `sdot`
-/// when `DOT`. (The AVX2 tile shape; not tuned on a phone yet.)
-struct QuantTiles<'a, F: tile::NeonTile, const DOT: bool> {
-    w: &'a Weights<'a>,
-    a: &'a ActRows<'a, F::A>,
-}
-
-impl<'q, F: tile::NeonTile, const DOT: bool> Tiles for QuantTiles<'q, F, DOT> {
-    const SHAPES: TileShapes = TileShapes::Few;
-    type Row = &'q [F::W];
-    #[inline(always)]
-    fn w_row(&self, i: usize) -> &'q [F::W] {
-        blocks_from_bytes::<F::W>(self.w.row(i))
-    }
-    #[inline(always)]
-    unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'q [F::W]; R], j: usize) -> [[f32; C]; R] {
-        // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
-        // columns j..j + C exist and that the rows hold a.nb blocks.
-        unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
-    }
-    #[inline(always)]
-    fn act_row_bytes(&self) -> usize {
-        self.a.row_bytes()
-    }
-}
-
 /// IQ4_NL weights against their Q8_0 activations (`iq4nl`), `sdot` when `DOT`.
 struct IQ4NLTiles<'a, const DOT: bool> {
     w: &'a Weights<'a>,
@@ -319,21 +295,28 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
     }
 }
 
-/// A batched product of quantized weights: unpacked once into a panel when there are enough
-/// activation rows to repay it, else block by block in the tiles.
+/// A batched product of quantized weights, always through a panel: the weights unpacked once
+/// ([`tile::Panel`]), then the tiles. AVX2 walks products of fewer than [`PANEL_MIN_ACTS`]
+/// activation rows on the packed blocks instead, which NEON did too, at the price of a second
+/// walk per format and `DOT` (5 to 7 KB each, 55 KB in all of the Android library); with NEON's
+/// few tile shapes ([`TileShapes::Few`]) those small batches unpack every block once per
+/// one-row tile there, which the panel does once. Q5_0's panel is walked as Q8_0's: once
+/// unpacked, the two formats' products are the same operations (the same activation format, no
+/// minimum, and ggml's tails `(dw*da)*sumi` and `sumi*(dw*da)` are one fused operation with the
+/// factors swapped): `G` is the format whose panel walk computes `F`'s, `F` itself for the
+/// others.
 ///
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
-unsafe fn quant_rows<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-    let rows = dst.weight_rows();
-    if dst.act_rows().len() >= PANEL_MIN_ACTS && !rows.is_empty() {
-        let panel = panel::<F>(w, a, dst);
-        // SAFETY: passed on from this function's contract.
-        return unsafe { walk::<_, DOT>(&PanelTiles::<F, DOT> { panel: &panel, r0: rows.start, a }, dst) };
+unsafe fn quant_rows<F: tile::NeonTile, G: tile::NeonTile<A = F::A>, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    let r0 = dst.weight_rows().start;
+    if dst.weight_rows().is_empty() {
+        return;
     }
+    let panel = panel::<F>(w, a, dst).as_format::<G>();
     // SAFETY: passed on from this function's contract.
-    unsafe { walk::<_, DOT>(&QuantTiles::<F, DOT> { w, a }, dst) }
+    unsafe { walk::<_, DOT>(&PanelTiles::<G, DOT> { panel: &panel, r0, a }, dst) }
 }
 
 /// The view's weight rows unpacked ([`tile::Panel`]): one function per format, shared by both

@@ -437,6 +437,14 @@ impl<F: NeonTile> Panel<F> {
         self
     }
 
+    /// The same unpacked rows, walked as format `G`'s: for formats whose products are the
+    /// same operations once unpacked (the caller's claim; the minimums' handling is checked
+    /// here). A panel holds no format-specific data: quants as signed bytes, `[d, m]`, sums.
+    pub(crate) fn as_format<G: NeonTile<A = F::A>>(self) -> Panel<G> {
+        const { assert!(F::HAS_MIN == G::HAS_MIN && F::SPLIT_MIN == G::SPLIT_MIN) };
+        Panel { q: self.q, dm: self.dm, summs: self.summs, nb: self.nb, _format: std::marker::PhantomData }
+    }
+
     /// Panel row `r` (the `r`-th row given to [`Self::new`]).
     #[inline(always)]
     pub(crate) fn row(&self, r: usize) -> PanelRow<'_> {
