@@ -34,9 +34,10 @@ pub(super) enum TileShapes {
     All,
     /// Only `R = 2` x `C` = 4 or 1, plus 1 x 1 for a view of one weight row: ragged activation
     /// edges (3 or 2 rows) as one-row tiles, and an odd last weight row computed together with
-    /// its predecessor (that row's outputs are computed twice, to the same bits). A third of
-    /// the instances of [`Self::All`] (NEON: the Android library's size budget); the products
-    /// whose batch is a multiple of 4 (and of 1) walk exactly as with `All`.
+    /// its predecessor (that row's outputs are computed twice, to the same bits). 3 instances
+    /// instead of 8 (NEON: the Android library's size budget). Views of an even number of
+    /// weight rows whose batch is 1 or a multiple of 4 walk exactly as with `All`; the ragged
+    /// ones do a little more work (tools/qemu-count: docs/size.md).
     Few,
 }
 

@@ -16,42 +16,51 @@ use crate::simd::quant::f16::neon::widen4;
 use crate::simd::matmul::acts::ActRows;
 use crate::simd::matmul::operands::{DstView, Weights};
 use crate::simd::quant::blocks_from_bytes;
+#[cfg(doc)]
+use crate::simd::matmul::walk::{TileShapes, PANEL_MIN_ACTS};
 use std::arch::aarch64::*;
 
-/// Fills the single column of `dst` (`n == 1`): four weight rows at a time, then the rest.
+/// Fills `dst` one activation row at a time: four weight rows at a time, then the rest. Decoding
+/// (`n == 1`), and NEON's batches of fewer than [`PANEL_MIN_ACTS`] rows: this kernel's
+/// 23-odd instructions per block make a pass per activation row cheaper there than a tile walk
+/// (whose one-row tiles unpack every block again, [`TileShapes::Few`]) or a panel (whose
+/// unpacking is repaid only by larger batches), with no tile code of its own.
 ///
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
 pub(super) unsafe fn quant_matvec<F: NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
-    debug_assert!(dst.is_single_act());
-    let pairs = activation_pairs::<F>(a);
     let rows = dst.weight_rows();
     let r0 = rows.start;
-    let out = dst.row_mut(0);
     let row = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
-    let mut i = rows.start;
-    // SAFETY (rows_dot calls): DOT's requirement is this function's; the kernel checks lengths.
-    while i + 4 <= rows.end {
-        let o = unsafe { rows_dot::<F, DOT, 4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, &pairs) };
-        out[i - r0..i - r0 + 4].copy_from_slice(&o);
-        i += 4;
-    }
-    while i < rows.end {
-        out[i - r0] = unsafe { rows_dot::<F, DOT, 1>([row(i)], a, &pairs) }[0];
-        i += 1;
+    for j in dst.act_rows() {
+        let pairs = activation_pairs::<F>(a, j);
+        let out = dst.row_mut(j);
+        let mut i = rows.start;
+        // SAFETY (rows_dot calls): DOT's requirement is this function's; the kernel checks
+        // lengths.
+        while i + 4 <= rows.end {
+            let o = unsafe { rows_dot::<F, DOT, 4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, j, &pairs) };
+            out[i - r0..i - r0 + 4].copy_from_slice(&o);
+            i += 4;
+        }
+        while i < rows.end {
+            out[i - r0] = unsafe { rows_dot::<F, DOT, 1>([row(i)], a, j, &pairs) }[0];
+            i += 1;
+        }
     }
 }
 
-/// Per block pair of the activation row: `[da0, s0, da1, s1]` (scales and Q8_1 sums as f32), so
+/// Per block pair of activation row `j`: `[da0, s0, da1, s1]` (scales and Q8_1 sums as f32), so
 /// one multiply with the weight pair's `[dw0, m0, dw1, m1]` gives every product ggml forms.
-pub(super) fn activation_pairs<F: NeonTile>(a: &ActRows<'_, F::A>) -> Vec<float32x4_t> {
-    assert_eq!(a.n, 1, "one activation row");
-    let s = |b: usize| if F::HAS_MIN { a.s[b] } else { 0.0 };
+pub(super) fn activation_pairs<F: NeonTile>(a: &ActRows<'_, F::A>, j: usize) -> Vec<float32x4_t> {
+    assert!(j < a.n, "activation row {j} of {}", a.n);
+    let n = a.n;
+    let s = |b: usize| if F::HAS_MIN { a.s[b * n + j] } else { 0.0 };
     (0..a.nb / 2)
         .map(|p| {
             let (b0, b1) = (2 * p, 2 * p + 1);
-            let v = [a.d[b0], s(b0), a.d[b1], s(b1)];
+            let v = [a.d[b0 * n + j], s(b0), a.d[b1 * n + j], s(b1)];
             // SAFETY: `v` is 4 readable f32.
             unsafe { vld1q_f32(v.as_ptr()) }
         })
@@ -69,21 +78,23 @@ unsafe fn head(p: *const u16) -> uint32x2_t {
     unsafe { vreinterpret_u32_u16(vld1_u16(p)) }
 }
 
-/// Outputs of `R` weight rows with the one activation row: per output exactly the arithmetic of
-/// `quant_tile::<F, DOT, R, 1>`.
+/// Outputs of `R` weight rows with activation row `j` (`pairs` its [`activation_pairs`]): per
+/// output exactly the arithmetic of `quant_tile::<F, DOT, R, 1>`.
 ///
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension. (Lengths are checked.)
 #[inline(always)]
-pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [&[F::W]; R], a: &ActRows<'_, F::A>, pairs: &[float32x4_t]) -> [f32; R] {
+pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [&[F::W]; R], a: &ActRows<'_, F::A>, j: usize, pairs: &[float32x4_t]) -> [f32; R] {
     const { assert!(std::mem::size_of::<F::W>() >= 8) };
-    let nb = a.nb;
-    assert!(w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= nb && pairs.len() == nb / 2);
+    let (nb, n) = (a.nb, a.n);
+    assert!(w.iter().all(|r| r.len() >= nb) && j < n && a.blocks.len() >= n * nb && pairs.len() == nb / 2);
+    assert!(a.d.len() >= n * nb && (!F::HAS_MIN || a.s.len() >= n * nb));
     let zero = vdupq_n_f32(0.0);
     let mut acc = [[zero; 2]; R];
     let mut summs = [zero; R];
     let wp = w.map(|r| r.as_ptr());
-    let ap = a.blocks.as_ptr();
+    // SAFETY: row j's nb blocks are inside `blocks` (asserted above).
+    let ap = unsafe { a.blocks.as_ptr().add(j * nb) };
     for (p, &av) in pairs.iter().enumerate() {
         let b = 2 * p;
         // SAFETY (block reads in this loop): b + 1 < nb, and every row and the activation row
@@ -121,12 +132,13 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
     }
     if nb % 2 == 1 {
         let b = nb - 1;
-        let sa = if F::HAS_MIN { a.s[b] } else { 0.0 };
+        let k = b * n + j;
+        let sa = if F::HAS_MIN { a.s[k] } else { 0.0 };
         for r in 0..R {
             let (p, dw) = F::prep(&w[r][b]);
             // SAFETY: as above.
-            let sumi = vaddvq_s32(unsafe { block_ints::<DOT>(&p, &F::acts(&a.blocks[b])) });
-            out[r] = F::tail(out[r], sumi, dw, a.d[b], F::min(&w[r][b]), sa);
+            let sumi = vaddvq_s32(unsafe { block_ints::<DOT>(&p, &F::acts(&a.blocks[j * nb + b])) });
+            out[r] = F::tail(out[r], sumi, dw, a.d[k], F::min(&w[r][b]), sa);
         }
     }
     out

@@ -6,9 +6,7 @@ mod kquant;
 mod matvec;
 pub(super) mod tiles;
 
-use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles};
-#[cfg(doc)]
-use super::walk::PANEL_MIN_ACTS;
+use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles, PANEL_MIN_ACTS};
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::simd::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
@@ -45,7 +43,8 @@ unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &
 #[inline(always)]
 unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     // SAFETY (quant_rows): passed on from this function's contract.
-    if dst.is_single_act() {
+    // (decoding, and batches too small to repay a panel: see `matvec::quant_matvec`)
+    if dst.is_single_act() || dst.act_rows().len() < PANEL_MIN_ACTS {
         // SAFETY (matvec): passed on from this function's contract.
         match w.wtype {
             WType::Q4_0 => return unsafe { matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
@@ -198,7 +197,10 @@ struct HalfTiles<'a> {
 }
 
 impl<'a> Tiles for HalfTiles<'a> {
-    const SHAPES: TileShapes = TileShapes::Few;
+    /// Every shape here: with [`TileShapes::Few`] whisper's KQ product (1500 x 1500 x 2 heads,
+    /// whose views are all 4-column tiles of row pairs) counted 4.6 % more instructions under
+    /// qemu, for a code saving of 10 KB (not investigated further).
+    const SHAPES: TileShapes = TileShapes::All;
     type Row = &'a [u16];
     #[inline(always)]
     fn w_row(&self, i: usize) -> &'a [u16] {
@@ -295,12 +297,11 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
     }
 }
 
-/// A batched product of quantized weights, always through a panel: the weights unpacked once
-/// ([`tile::Panel`]), then the tiles. AVX2 walks products of fewer than [`PANEL_MIN_ACTS`]
-/// activation rows on the packed blocks instead, which NEON did too, at the price of a second
-/// walk per format and `DOT` (5 to 7 KB each, 55 KB in all of the Android library); with NEON's
-/// few tile shapes ([`TileShapes::Few`]) those small batches unpack every block once per
-/// one-row tile there, which the panel does once. Q5_0's panel is walked as Q8_0's: once
+/// A batched product of quantized weights (at least [`PANEL_MIN_ACTS`] activation rows), through
+/// a panel: the weights unpacked once ([`tile::Panel`]), then the tiles. AVX2 walks smaller
+/// batches on the packed blocks, which NEON did too, at the price of a second walk per format
+/// and `DOT` (5 to 7 KB each, 55 KB in all of the Android library); NEON computes them with the
+/// matrix-vector kernel instead (`matvec::quant_matvec`). Q5_0's panel is walked as Q8_0's: once
 /// unpacked, the two formats' products are the same operations (the same activation format, no
 /// minimum, and ggml's tails `(dw*da)*sumi` and `sumi*(dw*da)` are one fused operation with the
 /// factors swapped): `G` is the format whose panel walk computes `F`'s, `F` itself for the

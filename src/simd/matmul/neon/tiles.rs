@@ -1072,26 +1072,29 @@ mod tests {
         }
     }
 
-    /// The matrix-vector kernel (decoding) gives the model's bits for every row of a 4-row group
-    /// and of the 1-row remainder, with and without `sdot`, on odd and even block counts.
+    /// The matrix-vector kernel (decoding, and small batches one activation row at a time)
+    /// gives the model's bits for every row of a 4-row group and of the 1-row remainder, with
+    /// and without `sdot`, on odd and even block counts, for every activation row of the batch.
     fn check_matvec<F: NeonTile>(kind: Kind, c: &Case<F::W, F::A>) {
         use super::super::matvec::{activation_pairs, rows_dot};
-        let rows = ActRows { blocks: &c.a, d: &c.d, s: &c.s, nb: c.nb, n: 1 };
-        let pairs = activation_pairs::<F>(&rows);
+        let rows = ActRows { blocks: &c.a, d: &c.d, s: &c.s, nb: c.nb, n: c.n };
         let w: [&[F::W]; 4] = std::array::from_fn(|r| &c.w[r][..]);
-        let mut got = Vec::new();
-        // SAFETY: DOT only when dotprod was detected.
-        got.push(unsafe { rows_dot::<F, false, 4>(w, &rows, &pairs) });
-        if has_dotprod() {
-            got.push(unsafe { rows_dot::<F, true, 4>(w, &rows, &pairs) });
-        }
-        for r in 0..4 {
-            let want = model(kind, &c.wm[r], &c.am[0]);
-            for g in &got {
-                assert_eq!(g[r].to_bits(), want.to_bits(), "nb={} r={r}: {} vs {want}", c.nb, g[r]);
+        for j in 0..c.n {
+            let pairs = activation_pairs::<F>(&rows, j);
+            let mut got = Vec::new();
+            // SAFETY: DOT only when dotprod was detected.
+            got.push(unsafe { rows_dot::<F, false, 4>(w, &rows, j, &pairs) });
+            if has_dotprod() {
+                got.push(unsafe { rows_dot::<F, true, 4>(w, &rows, j, &pairs) });
             }
-            let one = unsafe { rows_dot::<F, false, 1>([w[r]], &rows, &pairs) }[0];
-            assert_eq!(one.to_bits(), want.to_bits(), "nb={} r={r} (one row)", c.nb);
+            for r in 0..4 {
+                let want = model(kind, &c.wm[r], &c.am[j]);
+                for g in &got {
+                    assert_eq!(g[r].to_bits(), want.to_bits(), "nb={} j={j} r={r}: {} vs {want}", c.nb, g[r]);
+                }
+                let one = unsafe { rows_dot::<F, false, 1>([w[r]], &rows, j, &pairs) }[0];
+                assert_eq!(one.to_bits(), want.to_bits(), "nb={} j={j} r={r} (one row)", c.nb);
+            }
         }
     }
 
@@ -1099,9 +1102,11 @@ mod tests {
     fn quant_matvec_matches_ggml_neon_model() {
         let mut rng = Lcg::new(78);
         for nb in [1usize, 2, 3, 4, 5, 18, 35, 48] {
-            check_matvec::<Q4_0>(Kind::Q4_0, &case_q4_0(&mut rng, 4, nb, 1));
-            check_matvec::<Q4_1>(Kind::Q4_1, &case_q4_1(&mut rng, 4, nb, 1));
-            check_matvec::<Q8_0>(Kind::Q8_0, &case_q8_0(&mut rng, 4, nb, 1));
+            for n in [1, 3] {
+                check_matvec::<Q4_0>(Kind::Q4_0, &case_q4_0(&mut rng, 4, nb, n));
+                check_matvec::<Q4_1>(Kind::Q4_1, &case_q4_1(&mut rng, 4, nb, n));
+                check_matvec::<Q8_0>(Kind::Q8_0, &case_q8_0(&mut rng, 4, nb, n));
+            }
         }
     }
 
