@@ -26,7 +26,6 @@ pub(super) trait Tiles {
 /// The tile shapes a [`Tiles`] level's walk uses (see [`Tiles::SHAPES`]). Every shape is a
 /// fully unrolled kernel instance per format, inlined into the level's entry: the choice is what
 /// an app pays in code size for the ragged edges.
-#[derive(PartialEq, Eq)]
 pub(super) enum TileShapes {
     /// Weight rows in pairs, then an odd row alone (`R` = 2, 1); activation rows in fours, then
     /// the ragged edge as one tile (`C` = 4, 3, 2, 1): the least work (x86, where the code size
@@ -38,6 +37,7 @@ pub(super) enum TileShapes {
     /// instead of 8 (NEON: the Android library's size budget). Views of an even number of
     /// weight rows whose batch is 1 or a multiple of 4 walk exactly as with `All`; the ragged
     /// ones do a little more work (tools/qemu-count: docs/size.md).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     Few,
 }
 
@@ -72,24 +72,34 @@ pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, row
     while j0 < acts.end {
         let j1 = (j0 + block).min(acts.end);
         let mut i = rows.start;
-        // (one call of each walk_cols instance: each is inlined, so a second call would be a
-        // second copy of its kernels)
-        loop {
-            // SAFETY (walk_cols): passed on from this function's contract.
+        // SAFETY (walk_cols): passed on from this function's contract.
+        if matches!(K::SHAPES, TileShapes::All) {
             while i + 2 <= rows.end {
                 unsafe { walk_cols::<K, 2>(k, dst, i, j0..j1) };
                 i += 2;
             }
-            if i == rows.end {
+            if i < rows.end {
+                unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
+            }
+        } else {
+            // (one call of each walk_cols instance: each is inlined, so a second call would be
+            // a second copy of its kernels)
+            loop {
+                while i + 2 <= rows.end {
+                    unsafe { walk_cols::<K, 2>(k, dst, i, j0..j1) };
+                    i += 2;
+                }
+                if i == rows.end {
+                    break;
+                }
+                if rows.len() >= 2 {
+                    // the odd last row with its predecessor (recomputed to the same bits)
+                    i = rows.end - 2;
+                    continue;
+                }
+                unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
                 break;
             }
-            if K::SHAPES == TileShapes::Few && rows.len() >= 2 {
-                // the odd last row with its predecessor (recomputed to the same bits)
-                i = rows.end - 2;
-                continue;
-            }
-            unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
-            break;
         }
         j0 = j1;
     }
@@ -124,7 +134,7 @@ unsafe fn walk_cols<K: Tiles, const R: usize>(k: &K, dst: &mut DstView<'_>, i: u
     }
     let mut j = cols.start;
     // SAFETY (tile calls): passed on from this function's contract.
-    if K::SHAPES == TileShapes::All {
+    if matches!(K::SHAPES, TileShapes::All) {
         while j + 4 <= cols.end {
             put_tile(dst, i, j, unsafe { k.tile::<R, 4>(w, j) });
             j += 4;
