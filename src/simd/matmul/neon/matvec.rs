@@ -20,9 +20,7 @@ use crate::simd::quant::blocks_from_bytes;
 use crate::simd::matmul::walk::{TileShapes, PANEL_MIN_ACTS};
 use std::arch::aarch64::*;
 
-/// Fills `dst` one activation row at a time, four weight rows at a time (the last group
-/// overlapping the one before when the rows are not a multiple of 4; views of fewer than 4
-/// weight rows are the caller's: `R = 1` would be a second copy of the kernel). Decoding
+/// Fills `dst` one activation row at a time: four weight rows at a time, then the rest. Decoding
 /// (`n == 1`), and NEON's batches of fewer than [`PANEL_MIN_ACTS`] rows: this kernel's
 /// 23-odd instructions per block make a pass per activation row cheaper there than a tile walk
 /// (whose one-row tiles unpack every block again, [`TileShapes::Few`]) or a panel (whose
@@ -33,28 +31,22 @@ use std::arch::aarch64::*;
 #[inline(always)]
 pub(super) unsafe fn quant_matvec<F: NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
-    assert!(rows.len() >= 4, "the matrix-vector kernel takes views of 4 weight rows or more");
     let r0 = rows.start;
     let row = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
     for j in dst.act_rows() {
         let pairs = activation_pairs::<F>(a, j);
         let out = dst.row_mut(j);
         let mut i = rows.start;
-        // (one call of rows_dot: it is inlined, so a second would be a second copy)
-        loop {
-            // SAFETY (rows_dot): DOT's requirement is this function's; the kernel checks
-            // lengths.
-            while i + 4 <= rows.end {
-                let o = unsafe { rows_dot::<F, DOT, 4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, j, &pairs) };
-                out[i - r0..i - r0 + 4].copy_from_slice(&o);
-                i += 4;
-            }
-            if i == rows.end {
-                break;
-            }
-            // the last 1-3 rows in a group with the rows before them (recomputed to the same
-            // bits)
-            i = rows.end - 4;
+        // SAFETY (rows_dot calls): DOT's requirement is this function's; the kernel checks
+        // lengths.
+        while i + 4 <= rows.end {
+            let o = unsafe { rows_dot::<F, DOT, 4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, j, &pairs) };
+            out[i - r0..i - r0 + 4].copy_from_slice(&o);
+            i += 4;
+        }
+        while i < rows.end {
+            out[i - r0] = unsafe { rows_dot::<F, DOT, 1>([row(i)], a, j, &pairs) }[0];
+            i += 1;
         }
     }
 }

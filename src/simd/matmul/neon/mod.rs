@@ -43,9 +43,8 @@ unsafe fn tiles_sdot(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &
 #[inline(always)]
 unsafe fn tiles<const DOT: bool>(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     // SAFETY (quant_rows): passed on from this function's contract.
-    // (decoding, and batches too small to repay a panel: see `matvec::quant_matvec`; views of
-    // fewer than 4 weight rows go to the panel tiles)
-    if (dst.is_single_act() || dst.act_rows().len() < PANEL_MIN_ACTS) && dst.weight_rows().len() >= 4 {
+    // (decoding, and batches too small to repay a panel: see `matvec::quant_matvec`)
+    if dst.is_single_act() || dst.act_rows().len() < PANEL_MIN_ACTS {
         // SAFETY (matvec): passed on from this function's contract.
         match w.wtype {
             WType::Q4_0 => return unsafe { matvec::<Q4_0, DOT>(w, &q.tile_rows(&q.q8_0), dst) },
@@ -299,8 +298,7 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
     }
 }
 
-/// A batched product of quantized weights (at least [`PANEL_MIN_ACTS`] activation rows, or a
-/// view of fewer than 4 weight rows), through
+/// A batched product of quantized weights (at least [`PANEL_MIN_ACTS`] activation rows), through
 /// a panel: the weights unpacked once ([`tile::Panel`]), then the tiles. AVX2 walks smaller
 /// batches on the packed blocks, which NEON did too, at the price of a second walk per format
 /// and `DOT` (5 to 7 KB each, 55 KB in all of the Android library); NEON computes them with the
