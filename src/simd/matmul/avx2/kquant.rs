@@ -497,36 +497,35 @@ mod tests {
         (ints, mins, y.scale() * fp16_to_fp32(x.d()), -y.scale() * fp16_to_fp32(x.dmin()))
     }
 
-    #[test]
-    fn q4_k_matches_ggml_avx2_model() {
+    /// A Q4_K-framed format against the model: `scalar_mins` is Q5_K's fold (the minimums into one
+    /// fused scalar) where Q4_K keeps them in four lanes.
+    fn check_scale_min<F>(seed: u64, random: fn(&mut Lcg, usize, f32) -> Vec<F::W>, scalar_mins: bool)
+    where
+        F: Avx2KTile,
+        F::W: q4_k::ScaleMinBlock,
+    {
         if !available_levels().contains(&SimdLevel::Avx2) {
             return;
         }
-        let mut rng = Lcg::new(62);
+        let mut rng = Lcg::new(seed);
         for nb in [1usize, 2, 3, 8] {
-            let w = q4_k::random_blocks(&mut rng, nb, 1.0);
+            let w = random(&mut rng, nb, 1.0);
             let a = acts(&mut rng, nb);
             let lanes: Vec<_> = w.iter().zip(&a).map(|(x, y)| scale_min_lanes(x, y)).collect();
             // SAFETY: AVX2 was detected.
-            let got = unsafe { k_dot::<Q4K>(&w, &a) };
-            assert_eq!(got.to_bits(), model(&lanes, false).to_bits(), "nb={nb}");
+            let got = unsafe { k_dot::<F>(&w, &a) };
+            assert_eq!(got.to_bits(), model(&lanes, scalar_mins).to_bits(), "nb={nb}");
         }
+    }
+
+    #[test]
+    fn q4_k_matches_ggml_avx2_model() {
+        check_scale_min::<Q4K>(62, q4_k::random_blocks, false);
     }
 
     /// Q5_K: Q4_K's lanes over 5-bit quants, the minimums to one fused scalar.
     #[test]
     fn q5_k_matches_ggml_avx2_model() {
-        if !available_levels().contains(&SimdLevel::Avx2) {
-            return;
-        }
-        let mut rng = Lcg::new(63);
-        for nb in [1usize, 2, 3, 8] {
-            let w = q5_k::random_blocks(&mut rng, nb, 1.0);
-            let a = acts(&mut rng, nb);
-            let lanes: Vec<_> = w.iter().zip(&a).map(|(x, y)| scale_min_lanes(x, y)).collect();
-            // SAFETY: AVX2 was detected.
-            let got = unsafe { k_dot::<Q5K>(&w, &a) };
-            assert_eq!(got.to_bits(), model(&lanes, true).to_bits(), "nb={nb}");
-        }
+        check_scale_min::<Q5K>(63, q5_k::random_blocks, true);
     }
 }
