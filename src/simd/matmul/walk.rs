@@ -81,25 +81,20 @@ pub(super) unsafe fn walk_tiles_rows<K: Tiles>(k: &K, dst: &mut DstView<'_>, row
             if i < rows.end {
                 unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
             }
-        } else {
-            // (one call of each walk_cols instance: each is inlined, so a second call would be
-            // a second copy of its kernels)
+        } else if rows.len() >= 2 {
+            // pairs, the odd last row with its predecessor (recomputed to the same bits); one
+            // call of each walk_cols instance: each is inlined, so a second call would be a
+            // second copy of its kernels
             loop {
-                while i + 2 <= rows.end {
-                    unsafe { walk_cols::<K, 2>(k, dst, i, j0..j1) };
-                    i += 2;
-                }
-                if i == rows.end {
+                let r = i.min(rows.end - 2);
+                unsafe { walk_cols::<K, 2>(k, dst, r, j0..j1) };
+                if r + 2 == rows.end {
                     break;
                 }
-                if rows.len() >= 2 {
-                    // the odd last row with its predecessor (recomputed to the same bits)
-                    i = rows.end - 2;
-                    continue;
-                }
-                unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
-                break;
+                i += 2;
             }
+        } else if i < rows.end {
+            unsafe { walk_cols::<K, 1>(k, dst, i, j0..j1) };
         }
         j0 = j1;
     }
