@@ -146,17 +146,8 @@ int main(int argc, char ** argv) {
             { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 1 }, { C(TYPE_IQ4_NL), "iq4_nl", 2048, 640, 128 },
             { C(TYPE_Q8_0), "q8_0", 640, 32768, 1 },
             { C(TYPE_Q5_1), "q5_1", 512, 2048, 1500 }, { C(TYPE_Q5_1), "q5_1", 2048, 512, 1500 },
-        };
-        for (size_t i = 0; i < sizeof q / sizeof q[0]; i++) {
-            struct G(context) * c = new_ctx();
-            tensor_t * a = G(new_tensor_2d)(c, q[i].t, q[i].k, q[i].m);
-            tensor_t * x = G(new_tensor_2d)(c, C(TYPE_F32), q[i].k, q[i].batch);
-            snprintf(name, sizeof name, "mul_mat %s %lldx%lld x %d", q[i].n, (long long) q[i].m, (long long) q[i].k, q[i].batch);
-            bench(name, c, G(mul_mat)(c, a, x));
-        } }
-    /* ragged batches (activation counts not a multiple of four): the tile walk's edge shapes
-       (batch 22 = two cache blocks of 8, then 6) */
-    {   struct { enum G(type) t; const char * n; int64_t k, m; int batch; } q[] = {
+            /* ragged batches (activation counts not a multiple of four): the tile walk's edge
+               shapes (batch 22 = two cache blocks of 8, then 6) */
             { C(TYPE_Q4_1), "q4_1", 576, 576, 3 }, { C(TYPE_Q4_1), "q4_1", 576, 576, 6 }, { C(TYPE_Q4_1), "q4_1", 576, 576, 22 },
             { C(TYPE_Q6_K), "q6_K", 2048, 640, 6 }, { C(TYPE_F16), "f16", 576, 576, 3 },
         };
