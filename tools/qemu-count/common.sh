@@ -4,13 +4,15 @@
 
 # qc_run <name> <exe> [VAR=value...] -- <driver args...>: the driver on one thread under the
 # plugin, with those environment variables; writes $tmp/<name>.cnt (the plugin's line), .out (the
-# driver's output file: tokens and logits / transcript) and .log (its stdout and stderr)
+# driver's output file: tokens and logits / transcript) and .log (its stdout and stderr).
+# QC_UNCOUNTED=1: the same run without the plugin (no .cnt)
 qc_run() {
-  local name="$1" exe="$2" env=()
+  local name="$1" exe="$2" env=() plug=(-plugin "$plugin,out=$tmp/$1.cnt")
   shift 2
   while (($#)) && [[ "$1" != -- ]]; do env+=("$1"); shift; done
   shift
-  env ${env[@]+"${env[@]}"} qemu-aarch64 -L /usr/aarch64-linux-gnu -plugin "$plugin,out=$tmp/$name.cnt" \
+  [[ "${QC_UNCOUNTED:-0}" == 1 ]] && plug=()
+  env ${env[@]+"${env[@]}"} qemu-aarch64 -L /usr/aarch64-linux-gnu "${plug[@]}" \
       "$exe" "$@" -t 1 -o "$tmp/$name.out" >"$tmp/$name.log" 2>&1
 }
 

@@ -83,13 +83,7 @@ wait
 placement() {  # way
   local a
   read -ra a <<<"$(run_args "$1")"
-  local exe="${a[0]}" env=() flags=() seen=0
-  for x in "${a[@]:1}"; do
-    if [[ "$x" == -- ]]; then seen=1; elif ((seen)); then flags+=("$x"); else env+=("$x"); fi
-  done
-  env ${env[@]+"${env[@]}"} LM_GGML_SCHED_DEBUG=2 qemu-aarch64 -L /usr/aarch64-linux-gnu "$exe" \
-      ${flags[@]+"${flags[@]}"} -m "$model" -p "$P_SHORT" -n 2 -t 1 -v -o "$tmp/sched.$1.out" \
-      >"$tmp/sched.$1.log" 2>&1
+  QC_UNCOUNTED=1 qc_run "sched.$1" "${a[0]}" LM_GGML_SCHED_DEBUG=2 "${a[@]:1}" -m "$model" -p "$P_SHORT" -n 2 -v
   python3 - "$tmp/sched.$1.log" "$1" <<'PY'
 import re, sys
 from collections import Counter
