@@ -51,7 +51,33 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_backend_alloc_ctx_tensors)      \
     X(P##ggml_get_type_traits_cpu)            \
     X(P##ggml_backend_buffer_is_meta)         \
-    X(P##ggml_backend_meta_buffer_set_usage)
+    X(P##ggml_backend_meta_buffer_set_usage)  \
+    PROBE_SYMBOLS(P, X)
+
+/* What the SIMD backend's fidelity check (src/simd/fidelity.rs) builds its small graphs with: the
+   host's own op constructors (ggml.c) and its ggml-cpu backend. */
+#define PROBE_SYMBOLS(P, X)                   \
+    X(P##ggml_new_tensor)                     \
+    X(P##ggml_build_forward_expand)           \
+    X(P##ggml_mul_mat)                        \
+    X(P##ggml_rms_norm)                       \
+    X(P##ggml_norm)                           \
+    X(P##ggml_add)                            \
+    X(P##ggml_sub)                            \
+    X(P##ggml_mul)                            \
+    X(P##ggml_div)                            \
+    X(P##ggml_scale)                          \
+    X(P##ggml_sqr)                            \
+    X(P##ggml_sqrt)                           \
+    X(P##ggml_silu)                           \
+    X(P##ggml_gelu)                           \
+    X(P##ggml_soft_max_ext)                   \
+    X(P##ggml_rope_ext)                       \
+    X(P##ggml_cpy)                            \
+    X(P##ggml_get_rows)                       \
+    X(P##ggml_im2col)                         \
+    X(P##ggml_backend_cpu_init)               \
+    X(P##ggml_backend_cpu_set_n_threads)
 
 #define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
 #define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;

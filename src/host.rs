@@ -169,13 +169,64 @@ pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
     /// `GGML_TYPE_Q8_K`, numbered alike in every revision.
     const Q8_K: i32 = 15;
     static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
-    *FOUND.get::<R, _>(|| {
-        let f = host::<R>().core().type_traits_cpu?;
-        // SAFETY: the host's ggml_get_type_traits_cpu returns a pointer into its static table for
-        // any type id below GGML_TYPE_COUNT; its first field is the from_float pointer (or NULL).
-        let traits = unsafe { f(Q8_K) };
-        // SAFETY: non-null pointers from that table are valid for reads of the first field.
-        (!traits.is_null()).then(|| unsafe { *traits }).flatten().map(HostQ8K)
+    *FOUND.get::<R, _>(|| traits_cpu::<R>(Q8_K).and_then(|t| t.from_float).map(HostQ8K))
+}
+
+#[cfg(feature = "simd")]
+/// What the SIMD backend reads of ggml-cpu's `struct ggml_type_traits_cpu` for one type.
+#[derive(Clone, Copy)]
+pub struct TraitsCpu {
+    /// the type's quantizer (`NULL` for types ggml-cpu does not quantize to)
+    pub from_float: Option<FromFloat>,
+    /// rows its `vec_dot` multiplies at once: 2 for some formats on ARM with i8mm
+    pub nrows: i64,
+}
+
+#[cfg(feature = "simd")]
+/// The struct's two layouts ([`Rev::TRAITS_CPU_FROM_FLOAT_TO_MAT`]), for reading only.
+#[repr(C)]
+#[allow(dead_code)] // the fields before `nrows` hold the layout
+struct TraitsCpuToMat {
+    from_float: Option<FromFloat>,
+    from_float_to_mat: *const c_void,
+    vec_dot: *const c_void,
+    vec_dot_type: i32,
+    nrows: i64,
+}
+#[cfg(feature = "simd")]
+#[repr(C)]
+#[allow(dead_code)] // as above
+struct TraitsCpuPlain {
+    from_float: Option<FromFloat>,
+    vec_dot: *const c_void,
+    vec_dot_type: i32,
+    nrows: i64,
+}
+
+#[cfg(feature = "simd")]
+/// ggml-cpu's traits of type `ty` in revision `R`'s host; `None` without ggml-cpu or for a type
+/// id out of its table.
+pub fn traits_cpu<R: Rev>(ty: i32) -> Option<TraitsCpu> {
+    let f = host::<R>().core().type_traits_cpu?;
+    if !(0..R::TYPE_COUNT).contains(&ty) {
+        return None;
+    }
+    // SAFETY: the host's ggml_get_type_traits_cpu returns a pointer into its static table for any
+    // type id below GGML_TYPE_COUNT (checked above).
+    let p = unsafe { f(ty) } as *const c_void;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: the pointer is to the host's `struct ggml_type_traits_cpu`, whose layout in this
+    // revision is the mirror chosen by the revision's fact.
+    Some(unsafe {
+        if R::TRAITS_CPU_FROM_FLOAT_TO_MAT {
+            let t = &*(p as *const TraitsCpuToMat);
+            TraitsCpu { from_float: t.from_float, nrows: t.nrows }
+        } else {
+            let t = &*(p as *const TraitsCpuPlain);
+            TraitsCpu { from_float: t.from_float, nrows: t.nrows }
+        }
     })
 }
 

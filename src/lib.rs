@@ -3,7 +3,8 @@
 //!
 //! Layout: `abi` (C struct mirrors, the one place C pointers are trusted), `buffer`, `backend`,
 //! `event`, `device`, `registry`, `loader` (safe core, generic over the revision), `ffi` (the two
-//! export layers), `host` (weak references to the host's symbols).
+//! export layers), `host` (weak references to the host's symbols), `host_graph` (small graphs
+//! computed by the host's ggml-cpu, for the SIMD backend's fidelity check).
 
 #[cfg(all(feature = "ggml-2026", feature = "ggml-b11118"))]
 compile_error!("features ggml-2026 and ggml-b11118 both export the unprefixed ggml_ ABI: pick one");
@@ -18,6 +19,8 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod host;
+#[cfg(feature = "simd")]
+pub mod host_graph;
 #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
 pub mod host_ggml;
 pub mod loader;

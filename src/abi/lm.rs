@@ -42,6 +42,7 @@ impl Rev for Lm {
     const SCHED_PASS1_SKIPS_VIEWS: bool = true;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = false;
     const SCHED_SYNC_RESETS_COPY: bool = false;
+    const TRAITS_CPU_FROM_FLOAT_TO_MAT: bool = true;
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX
     const INPLACE_OPS: &'static [i32] = &[29, 41, 40, 2, 3, 5, 6, 7, 8, 9, 10, 69, 44, 23, 42];
 

@@ -180,6 +180,10 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// waits for the previous backend (its event, or a synchronize): b11118 (the allocator may
     /// reuse memory across splits).
     const SCHED_WAIT_PREV_BACKEND: bool = false;
+    /// ggml-cpu's `struct ggml_type_traits_cpu` has `from_float_to_mat` after `from_float` (and
+    /// `ncols` after `nrows`): llama.rn 0.4.4's only; the others hold from_float, vec_dot,
+    /// vec_dot_type, nrows.
+    const TRAITS_CPU_FROM_FLOAT_TO_MAT: bool = false;
 
     /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
     /// `void` in lm, `enum ggml_status` in wsp.

@@ -60,11 +60,23 @@ fn supported<R: Rev>(t: &Tensor<R>, n: &Node) -> bool {
     if !SKIP.is_empty() && SKIP.iter().any(|s| *s == crate::host::op_name::<R>(t.op)) {
         return false;
     }
-    supports_node(n)
+    supports_node(n) && !super::fidelity::declines(t, n)
 }
 
 fn supports_node(n: &Node) -> bool {
     is_trivial(n.op) || kernel(n.op).is_some_and(|k| (k.supports)(n))
+}
+
+/// Computes node `t` with its kernel, without the executor's other checks (the fidelity check's
+/// own graphs run through here). `None` when no kernel takes the node, else `Some(false)` when a
+/// worker panicked.
+pub fn compute_unchecked<R: Rev>(s: &Session, t: &Tensor<R>) -> Option<bool> {
+    let n = Node::of(t);
+    if is_trivial(n.op) {
+        return Some(true);
+    }
+    let k = kernel(n.op).filter(|k| (k.supports)(&n) && !t.data.is_null())?;
+    Some((k.compute)(s, &n))
 }
 
 /// Computes one node `t`, read as `n`. `Ok(false)` when a worker panicked.

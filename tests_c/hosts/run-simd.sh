@@ -19,6 +19,9 @@
 # these ops, which SIMD declines so that ggml-cpu computes them (the printout then lists nodes).
 # GGML_RS_SIMD_BITWISE=1: the whole output file must equal stock's byte for byte (every token,
 # logit and probability).
+# The fidelity check's log line (src/simd/fidelity.rs) must say that every kind of node it
+# computed both ways was bit-identical, or, when set, match GGML_RS_SIMD_EXPECT_LOG (grep -E);
+# with GGML_RS_SIMD_EXACT=0 (no check) there is no line to look for.
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 host="$1"; out="$2"; stock="$3"; simd="$4"; shift 4
@@ -91,3 +94,12 @@ else:
 for f in fail: print("FAIL:", f)
 sys.exit(1 if fail else 0)
 PY
+status=$?
+if [[ "${GGML_RS_SIMD_EXACT:-1}" != 0 ]]; then
+  want="kinds of node computed on small graphs by SIMD and by this host.s ggml-cpu: all bit-identical"
+  want="${GGML_RS_SIMD_EXPECT_LOG:-$want}"
+  line="$(grep -m1 '^SIMD: .*kinds of node' "$out/simd.log")"
+  echo "fidelity check: ${line:-no line}"
+  grep -qE -- "$want" <<<"$line" || { echo "FAIL: the fidelity check's line does not match '$want'"; status=1; }
+fi
+exit $status

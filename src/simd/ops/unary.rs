@@ -8,7 +8,9 @@ use crate::simd::{gelu, vexp};
 
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
-    f32_rows(&a) && f32_rows(&d) && same_shape(&a, &d)
+    // 2026's SCALE carries a bias in op_params[1] (`ggml_scale_bias`), which the kernel does not add
+    let no_bias = n.op != Op::Scale || n.params[1] == 0;
+    f32_rows(&a) && f32_rows(&d) && same_shape(&a, &d) && no_bias
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
