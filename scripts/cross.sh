@@ -97,7 +97,7 @@ build() {
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
-    # without SIMD: optimized for size (Cargo.toml's release-small, opt-level z)
+    # without SIMD: optimized for size (Cargo.toml's release-small: opt-level z, one codegen unit)
     local profile=release
     [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; profile=release-small; }
     local out="target"
