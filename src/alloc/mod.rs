@@ -20,7 +20,7 @@ use crate::error::Result;
 use crate::{bail, ensure};
 pub use layout::ArenaStats;
 use layout::Layout;
-use plan::{Arenas, Pin, Plan, Rec, NONE};
+use plan::{Arenas, Pin, Plan, Rec, Seen, NONE};
 
 /// ggml-alloc's `GGML_VBUFFER_MAX_CHUNKS` (2026): at most this many buffers per buffer type.
 pub const MAX_CHUNKS: usize = 16;
@@ -113,9 +113,11 @@ impl<R: Rev> GraphAlloc<R> {
     /// Plans `g` and places its blocks (`Layout::plan_sizes`): the chunk sizes per arena.
     fn plan_sizes(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<Vec<Vec<usize>>> {
         self.reserved = None;
-        let bufts = &self.bufts;
+        let tensors = PlanTensors { bufts: &self.bufts };
+        let addrs = |list: &[*mut Tensor<R>]| list.iter().map(|&p| p as usize).collect::<Vec<_>>();
+        let (nodes, leafs) = (addrs(g.nodes()), addrs(g.leafs()));
         let mut build = |plan: &mut Plan, arena_of: &[usize], alignment: &[usize], pin: Pin<'_>| {
-            plan.build(&Arenas { bufts, arena_of, alignment }, g.nodes(), g.leafs(), node_ids, leaf_ids, pin)
+            plan.build(&tensors, &Arenas { arena_of, alignment }, &nodes, &leafs, node_ids, leaf_ids, pin)
         };
         let ours = self.layout.plan_sizes(&mut build)?;
         if self.print_stats {
@@ -183,7 +185,7 @@ impl<R: Rev> GraphAlloc<R> {
             return false;
         }
         let b = self.layout.plan.blocks[rec.block as usize].buffer_id;
-        let size = if self.custom_size[b] { plan::alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
+        let size = if self.custom_size[b] { alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
         size.is_ok_and(|s| s <= rec.size)
     }
 
@@ -204,7 +206,7 @@ impl<R: Rev> GraphAlloc<R> {
     #[inline]
     fn each_src(&self, i: usize, node: &Tensor<R>, mut f: impl FnMut(*mut Tensor<R>, Rec) -> Result<bool>) -> Result<bool> {
         let recs = self.layout.plan.srcs_of(i);
-        if plan::src_mask(node) == self.layout.plan.src_mask[i] {
+        if plan::src_mask(node.src.iter().map(|s| !s.is_null())) == self.layout.plan.src_mask[i] {
             for &(j, rec) in recs {
                 if !f(node.src[j as usize], rec)? {
                     return Ok(false);
@@ -348,6 +350,50 @@ impl<R: Rev> GraphAlloc<R> {
     pub fn chunk_sizes(&self, id: usize) -> Vec<usize> {
         let Some(&a) = self.layout.arena_of.get(id) else { return Vec::new() };
         self.buffers[a].iter().filter_map(|&b| obj(b)).map(|b| b.size).collect()
+    }
+}
+
+fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
+    match obj(buft) {
+        Some(b) => crate::buffer::buft_get_alloc_size(b, t),
+        None => bail!("buffer type is NULL"),
+    }
+}
+
+/// A revision's graph as the plan reads it (`plan::Tensors`): its tensors by address, sized by
+/// the scheduler's buffer types.
+struct PlanTensors<'a, R: Rev> {
+    bufts: &'a [*mut BufferType<R>],
+}
+
+impl<R: Rev> PlanTensors<'_, R> {
+    fn tensor<'t>(p: usize) -> Result<&'t Tensor<R>> {
+        match obj(p as *const Tensor<R>) {
+            Some(t) => Ok(t),
+            None => bail!("graph holds a NULL tensor"),
+        }
+    }
+}
+
+impl<R: Rev> plan::Tensors for PlanTensors<'_, R> {
+    fn get(&self, p: usize) -> Result<Seen> {
+        let t = Self::tensor(p)?;
+        Ok(Seen { has_data: !t.data.is_null(), view_src: t.view_src as usize, op: t.op, flags: t.flags, src: t.src.map(|s| s as usize) })
+    }
+    fn alloc_size(&self, buffer_id: usize, p: usize) -> Result<usize> {
+        alloc_size(self.bufts[buffer_id], Self::tensor(p)?)
+    }
+    fn same_layout(&self, a: usize, b: usize) -> bool {
+        matches!((Self::tensor(a), Self::tensor(b)), (Ok(a), Ok(b)) if crate::tensor::same_layout(a, b))
+    }
+    fn name(&self, p: usize) -> String {
+        Self::tensor(p).map(|t| t.name()).unwrap_or_default()
+    }
+    fn can_inplace(&self, op: i32) -> bool {
+        R::INPLACE_OPS.contains(&op)
+    }
+    fn op_none(&self) -> i32 {
+        R::OPS.none
     }
 }
 
