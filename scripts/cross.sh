@@ -97,7 +97,9 @@ build() {
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
-    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; }
+    # without SIMD: optimized for size (Cargo.toml's release-small: opt-level z, one codegen unit)
+    local profile=release
+    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; profile=release-small; }
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
     [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
@@ -127,14 +129,14 @@ build() {
         env+=("CARGO_TARGET_${tu^^}_LINKER=$linker")
     fi
     echo "== cargo: $t $v (std from ${STD_FROM[$t]})"
-    env "${env[@]}" cargo rustc "${std[@]}" "${feat[@]}" --release --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet
+    env "${env[@]}" cargo rustc "${std[@]}" "${feat[@]}" --profile "$profile" --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet
     mkdir -p "$dir"
-    cp "$out/$t/release/libggml_backend_rs.a" "$dir/"
+    cp "$out/$t/$profile/libggml_backend_rs.a" "$dir/"
     rm -f "$dir/libggml_backend_rs.so"
     [ -n "$how" ] || return 0
     # as an app packages it (the Android Gradle plugin strips native libraries); the unstripped
     # one stays in target/
-    "$STRIP" --strip-all "$out/$t/release/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
+    "$STRIP" --strip-all "$out/$t/$profile/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
     SO_STATE[$t]="$how"
 }
 # the drop-in without SIMD: for these targets (the budget is Android's; iOS on request)

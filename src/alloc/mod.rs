@@ -7,8 +7,10 @@
 //! a graph that no longer fits is planned again (one buffer) or refused so the scheduler
 //! re-reserves (several). Only the offsets differ when a tighter placement is found (`place`).
 //!
-//! `plan` decides liveness and in-place reuse; `place` turns lifetimes into offsets.
+//! `plan` decides liveness and in-place reuse; `layout` chooses the pins and keeps the placement,
+//! whose offsets `place` computes from the lifetimes.
 
+pub mod layout;
 pub mod place;
 pub mod plan;
 
@@ -16,33 +18,12 @@ use crate::abi::vtable::{obj, obj_mut};
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
-use plan::{Arenas, Pin, Plan, Rec, NONE};
+pub use layout::ArenaStats;
+use layout::Layout;
+use plan::{Arenas, Pin, Plan, Rec, Seen, NONE};
 
 /// ggml-alloc's `GGML_VBUFFER_MAX_CHUNKS` (2026): at most this many buffers per buffer type.
 pub const MAX_CHUNKS: usize = 16;
-
-/// How many single-input pins `plan_sizes` tries after pinning them all did not fit: each is a
-/// plan and a placement of the whole graph, and a graph has few inputs of its own.
-const PIN_TRIES: usize = 8;
-
-
-/// Bytes per arena at the last reserve: what ggml-alloc would take for this graph (its liveness,
-/// inputs freed after their last use, and its best fit, in chunks where it makes them), what we
-/// took, and the most bytes alive at once in our plan.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ArenaStats {
-    pub stock: usize,
-    pub ours: usize,
-    pub bound: usize,
-    /// our buffers' sizes (one per chunk; several only past the buffer type's max size, 2026)
-    pub chunks: Vec<usize>,
-    /// stock's chunk sizes for the same graph
-    pub stock_chunks: Vec<usize>,
-    /// graph inputs whose memory we do not keep (the scheduler saves and restores them)
-    pub unpinned_at_risk: usize,
-    /// their bytes: the host copy the scheduler keeps for them, outside the compute buffers
-    pub restored_bytes: usize,
-}
 
 /// A graph input whose bytes a later node of the placed graph overwrites (see
 /// [`GraphAlloc::at_risk`]).
@@ -59,29 +40,17 @@ pub struct AtRisk<R: Rev> {
 
 pub struct GraphAlloc<R: Rev> {
     bufts: Vec<*mut BufferType<R>>,
-    /// buffer id -> arena (buffer types listed twice share one arena and one buffer)
-    arena_of: Vec<usize>,
-    alignment: Vec<usize>,
-    /// per arena: the buffer type's max size where this revision honours it (else unbounded)
-    max_size: Vec<usize>,
-    /// per arena, its chunks' buffers (one unless the plan exceeds `max_size`)
+    /// the arenas, the plan and its placement (revision-free)
+    pub layout: Layout,
+    /// per arena, its chunks' buffers (one unless the plan exceeds the max size)
     buffers: Vec<Vec<*mut Buffer<R>>>,
-    plan: Plan,
-    offsets: Vec<usize>,
-    /// per block: the chunk of its arena it lives in
-    chunk: Vec<u8>,
-    scratch: Vec<usize>,
-    scratch_chunk: Vec<u8>,
     bases: Vec<[usize; MAX_CHUNKS]>,
-    /// the unpinned graph inputs whose bytes a later node of the reserved plan overwrites, as
-    /// (position in the graph: node or `LEAF | leaf`, buffer id, may be written back at once)
-    at_risk_homes: Vec<(u32, usize, bool)>,
-    /// those inputs in the graph last placed (see [`GraphAlloc::at_risk`])
+    /// the at-risk inputs (`Layout::at_risk_homes`) in the graph last placed (see
+    /// [`GraphAlloc::at_risk`])
     at_risk: Vec<AtRisk<R>>,
     /// per buffer id: the buffer type sizes tensors itself (else `nbytes`)
     custom_size: Vec<bool>,
     reserved: Option<(usize, usize)>,
-    pub stats: Vec<ArenaStats>,
     /// `GGML_RS_ALLOC_STATS`: print the stats of every reserve to stderr (for scripts/bench.sh)
     print_stats: bool,
 }
@@ -107,21 +76,12 @@ impl<R: Rev> GraphAlloc<R> {
         let n = alignment.len();
         Ok(GraphAlloc {
             bufts: bufts.to_vec(),
-            arena_of,
-            alignment,
-            max_size,
+            layout: Layout::new(arena_of, alignment, max_size),
             buffers: vec![Vec::new(); n],
-            plan: Plan::default(),
-            offsets: Vec::new(),
-            chunk: Vec::new(),
-            scratch: Vec::new(),
-            scratch_chunk: Vec::new(),
             bases: Vec::new(),
-            at_risk_homes: Vec::new(),
             at_risk: Vec::new(),
             custom_size: bufts.iter().map(|&b| obj(b).is_some_and(|b| b.iface.get_alloc_size.is_some())).collect(),
             reserved: None,
-            stats: vec![ArenaStats::default(); n],
             print_stats: std::env::var_os("GGML_RS_ALLOC_STATS").is_some_and(|v| v != "0"),
         })
     }
@@ -144,98 +104,28 @@ impl<R: Rev> GraphAlloc<R> {
         self.reserved = None;
         Ok((0..self.bufts.len())
             .map(|id| {
-                let a = self.arena_of[id];
-                if self.arena_of[..id].contains(&a) { 0 } else { sizes[a].iter().sum() }
+                let a = self.layout.arena_of[id];
+                if self.layout.arena_of[..id].contains(&a) { 0 } else { sizes[a].iter().sum() }
             })
             .collect())
     }
 
-    /// Plans `g` and places its blocks: the chunk sizes per arena.
-    ///
-    /// Never more than ggml-alloc: stock's numbers are computed first (its liveness, inputs
-    /// freed after their last use, replayed through its best fit). Then the graph inputs are
-    /// pinned (kept to the end, so that a recompute reads what the caller wrote) as far as that
-    /// stays within stock's bytes in every arena: all of them if that fits (the usual case, as
-    /// the inputs live long anyway), else one at a time those whose bytes would be overwritten.
-    /// The inputs left at risk are handed to the scheduler, which saves and restores them around
-    /// each compute (`at_risk`).
+    /// Plans `g` and places its blocks (`Layout::plan_sizes`): the chunk sizes per arena.
     fn plan_sizes(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<Vec<Vec<usize>>> {
         self.reserved = None;
-        let n = self.alignment.len();
-        // stock: ggml-alloc's plan and placement
-        self.build(g, node_ids, leaf_ids, Pin::Nothing)?;
-        let stock: Vec<Vec<usize>> = (0..n).map(|a| self.stock_chunks(a)).collect();
-        let fits = |ours: &[Vec<usize>]| ours.iter().zip(&stock).all(|(o, s)| o.iter().sum::<usize>() <= s.iter().sum::<usize>());
-
-        let mut chosen = None;
-        if self.plan.inputs.is_empty() {
-            // nothing to pin: this plan is every plan
-            chosen = Some(self.place_all());
-        } else {
-            self.build(g, node_ids, leaf_ids, Pin::All)?;
-            let all = self.place_all();
-            if fits(&all) {
-                chosen = Some(all);
-            }
-        }
-        if chosen.is_none() {
-            // stock's plan with our placement (never larger than stock's), then pin what fits
-            self.build(g, node_ids, leaf_ids, Pin::Nothing)?;
-            let mut best = self.place_all();
-            let mut risky: Vec<(usize, usize)> =
-                self.risky_inputs().into_iter().map(|k| (self.plan.blocks[self.plan.inputs[k].block as usize].size, self.plan.inputs[k].addr)).collect();
-            risky.sort_unstable();
-            let mut pinned: Vec<usize> = Vec::new();
-            let mut current_is_best = true;
-            for &(_, addr) in risky.iter().take(PIN_TRIES) {
-                let mut trial = pinned.clone();
-                trial.push(addr);
-                trial.sort_unstable();
-                self.build(g, node_ids, leaf_ids, Pin::These(&trial))?;
-                let sizes = self.place_all();
-                if fits(&sizes) {
-                    pinned = trial;
-                    best = sizes;
-                    current_is_best = true;
-                } else {
-                    current_is_best = false;
-                }
-            }
-            if !current_is_best {
-                self.build(g, node_ids, leaf_ids, Pin::These(&pinned))?;
-                best = self.place_all();
-            }
-            chosen = Some(best);
-        }
-        let ours = chosen.unwrap_or_default();
-
-        let risky = self.risky_inputs();
-        self.at_risk_homes = risky
-            .iter()
-            .map(|&k| (self.plan.inputs[k].home, self.plan.blocks[self.plan.inputs[k].block as usize].buffer_id, !self.shares_end(k)))
-            .collect();
-        for a in 0..n {
-            let arena_of = &self.arena_of;
-            let blocks = &self.plan.blocks;
-            let bound = place::bound(blocks, &self.plan.events, |b: u32| arena_of[blocks[b as usize].buffer_id] == a);
-            let here: Vec<usize> = risky.iter().copied().filter(|&k| arena_of[blocks[self.plan.inputs[k].block as usize].buffer_id] == a).collect();
-            let at_risk = here.len();
-            let restored_bytes = here.iter().map(|&k| blocks[self.plan.inputs[k].block as usize].size).sum();
-            self.stats[a] = ArenaStats {
-                stock: stock[a].iter().sum(),
-                ours: ours[a].iter().sum(),
-                bound,
-                chunks: ours[a].clone(),
-                stock_chunks: stock[a].clone(),
-                unpinned_at_risk: at_risk,
-                restored_bytes,
-            };
-            if self.print_stats {
-                let name = obj(self.bufts[arena_of.iter().position(|&x| x == a).unwrap_or(0)])
+        let tensors = PlanTensors { bufts: &self.bufts };
+        let addrs = |list: &[*mut Tensor<R>]| list.iter().map(|&p| p as usize).collect::<Vec<_>>();
+        let (nodes, leafs) = (addrs(g.nodes()), addrs(g.leafs()));
+        let mut build = |plan: &mut Plan, arena_of: &[usize], alignment: &[usize], pin: Pin<'_>| {
+            plan.build(&tensors, &Arenas { arena_of, alignment }, &nodes, &leafs, node_ids, leaf_ids, pin)
+        };
+        let ours = self.layout.plan_sizes(&mut build)?;
+        if self.print_stats {
+            for (a, s) in self.layout.stats.iter().enumerate() {
+                let name = obj(self.bufts[self.layout.arena_of.iter().position(|&x| x == a).unwrap_or(0)])
                     .and_then(|b| b.name().ok())
                     .map(crate::abi::vtable::cstr)
                     .unwrap_or_default();
-                let s = &self.stats[a];
                 eprintln!(
                     "GGML_RS_ALLOC {}reserve nodes={} leafs={} buft={} stock={} ours={} bound={} chunks={} stock_chunks={} inputs_restored={} restored_bytes={}",
                     R::PREFIX,
@@ -253,118 +143,6 @@ impl<R: Rev> GraphAlloc<R> {
             }
         }
         Ok(ours)
-    }
-
-    fn build(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32], pin: Pin<'_>) -> Result<()> {
-        let arenas = Arenas { bufts: &self.bufts, arena_of: &self.arena_of, alignment: &self.alignment };
-        self.plan.build(&arenas, g.nodes(), g.leafs(), node_ids, leaf_ids, pin)?;
-        let nb = self.plan.blocks.len();
-        for v in [&mut self.offsets, &mut self.scratch] {
-            v.clear();
-            v.resize(nb, 0);
-        }
-        for v in [&mut self.chunk, &mut self.scratch_chunk] {
-            v.clear();
-            v.resize(nb, 0);
-        }
-        Ok(())
-    }
-
-    fn members(&self, a: usize) -> Vec<u32> {
-        (0..self.plan.blocks.len() as u32).filter(|&b| self.arena_of[self.plan.blocks[b as usize].buffer_id] == a).collect()
-    }
-
-    /// What ggml-alloc's placement takes for arena `a` of the current plan: its best fit, in
-    /// chunks of at most the max size where the revision makes them. Fills `scratch`.
-    fn stock_chunks(&mut self, a: usize) -> Vec<usize> {
-        let (arena_of, blocks) = (&self.arena_of, &self.plan.blocks);
-        let in_arena = |b: u32| arena_of[blocks[b as usize].buffer_id] == a;
-        place::best_fit_chunked(blocks, &self.plan.events, in_arena, self.max_size[a], &mut self.scratch, &mut self.scratch_chunk)
-    }
-
-    /// Places every arena of the current plan into `offsets` / `chunk`: the smaller of stock's
-    /// best fit and the offline by-size packing when it fits in one chunk, else stock's chunks.
-    fn place_all(&mut self) -> Vec<Vec<usize>> {
-        let mut out = Vec::with_capacity(self.alignment.len());
-        for a in 0..self.alignment.len() {
-            let members = self.members(a);
-            let fit = self.stock_chunks(a);
-            let blocks = &self.plan.blocks;
-            for &b in &members {
-                self.offsets[b as usize] = self.scratch[b as usize];
-                self.chunk[b as usize] = self.scratch_chunk[b as usize];
-            }
-            let packed = place::by_size(blocks, &members, &mut self.scratch);
-            let total: usize = fit.iter().sum();
-            if packed < total && packed <= self.max_size[a] && place::disjoint(blocks, &members, &self.scratch) {
-                for &b in &members {
-                    self.offsets[b as usize] = self.scratch[b as usize];
-                    self.chunk[b as usize] = 0;
-                }
-                out.push(vec![packed]);
-            } else {
-                out.push(fit);
-            }
-        }
-        out
-    }
-
-    /// The unpinned inputs of the current plan (indices into `plan.inputs`) whose bytes a later
-    /// tensor overwrites with the current offsets: computed in place over, or overlapped by a
-    /// block taken after they were given back.
-    fn risky_inputs(&self) -> Vec<usize> {
-        let blocks = &self.plan.blocks;
-        let arena = |b: u32| self.arena_of[blocks[b as usize].buffer_id];
-        let mut out = Vec::new();
-        for (k, inp) in self.plan.inputs.iter().enumerate() {
-            if inp.handed_on {
-                out.push(k);
-                continue;
-            }
-            if inp.freed_at == NONE {
-                continue;
-            }
-            let (ib, a) = (inp.block, arena(inp.block));
-            let (lo, hi) = (self.offsets[ib as usize], self.offsets[ib as usize] + blocks[ib as usize].size);
-            let hit = (0..blocks.len() as u32).any(|b| {
-                let blk = &blocks[b as usize];
-                b != ib
-                    && blk.start > inp.freed_at
-                    && blk.size > 0
-                    && arena(b) == a
-                    && self.chunk[b as usize] == self.chunk[ib as usize]
-                    && self.offsets[b as usize] < hi
-                    && lo < self.offsets[b as usize] + blk.size
-            });
-            if hit {
-                out.push(k);
-            }
-        }
-        out
-    }
-
-    /// Whether input `k`'s bytes (an at-risk one) end the graph under a tensor alive at its end:
-    /// the block a node computed in place over it, or another block never given back (outputs).
-    /// Writing the input back right after the compute would then destroy that tensor.
-    fn shares_end(&self, k: usize) -> bool {
-        let blocks = &self.plan.blocks;
-        let inp = &self.plan.inputs[k];
-        let ib = inp.block as usize;
-        if inp.handed_on && blocks[ib].end == NONE {
-            return true;
-        }
-        let a = self.arena_of[blocks[ib].buffer_id];
-        let (lo, hi) = (self.offsets[ib], self.offsets[ib] + blocks[ib].size);
-        (0..blocks.len()).any(|b| {
-            let blk = &blocks[b];
-            b != ib
-                && blk.end == NONE
-                && blk.size > 0
-                && self.arena_of[blk.buffer_id] == a
-                && self.chunk[b] == self.chunk[ib]
-                && self.offsets[b] < hi
-                && lo < self.offsets[b] + blk.size
-        })
     }
 
     /// The graph inputs of the graph last placed whose bytes a later node overwrites (they are
@@ -386,7 +164,7 @@ impl<R: Rev> GraphAlloc<R> {
         for b in std::mem::take(&mut self.buffers[a]) {
             crate::buffer::buffer_free(b);
         }
-        let first = self.arena_of.iter().position(|&x| x == a).unwrap_or(0);
+        let first = self.layout.arena_of.iter().position(|&x| x == a).unwrap_or(0);
         let Some(bt) = obj(self.bufts[first]) else { bail!("buffer type is NULL") };
         // even an arena with no tensors gets a buffer (ggml-alloc's, for views)
         let n = sizes.len().max(1);
@@ -406,8 +184,8 @@ impl<R: Rev> GraphAlloc<R> {
         if rec.block == NONE {
             return false;
         }
-        let b = self.plan.blocks[rec.block as usize].buffer_id;
-        let size = if self.custom_size[b] { plan::alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
+        let b = self.layout.plan.blocks[rec.block as usize].buffer_id;
+        let size = if self.custom_size[b] { alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
         size.is_ok_and(|s| s <= rec.size)
     }
 
@@ -427,8 +205,8 @@ impl<R: Rev> GraphAlloc<R> {
     /// same sources as at reserve (the usual case) only those are visited.
     #[inline]
     fn each_src(&self, i: usize, node: &Tensor<R>, mut f: impl FnMut(*mut Tensor<R>, Rec) -> Result<bool>) -> Result<bool> {
-        let recs = self.plan.srcs_of(i);
-        if plan::src_mask(node) == self.plan.src_mask[i] {
+        let recs = self.layout.plan.srcs_of(i);
+        if plan::src_mask(node.src.iter().map(|s| !s.is_null())) == self.layout.plan.src_mask[i] {
             for &(j, rec) in recs {
                 if !f(node.src[j as usize], rec)? {
                     return Ok(false);
@@ -455,14 +233,14 @@ impl<R: Rev> GraphAlloc<R> {
         if self.reserved != Some((g.n_nodes.max(0) as usize, g.n_leafs.max(0) as usize)) {
             return false;
         }
-        let leafs_fit = g.leafs().iter().zip(&self.plan.leafs).all(|(&lp, &rec)| obj(lp).is_some_and(|l| self.fits(l, rec)));
+        let leafs_fit = g.leafs().iter().zip(&self.layout.plan.leafs).all(|(&lp, &rec)| obj(lp).is_some_and(|l| self.fits(l, rec)));
         if !leafs_fit {
             return false;
         }
         let (nodes, leafs) = (g.nodes(), g.leafs());
         for (i, &np) in nodes.iter().enumerate() {
             let Some(node) = obj(np) else { return false };
-            if !self.fits(node, self.plan.nodes[i]) {
+            if !self.fits(node, self.layout.plan.nodes[i]) {
                 return false;
             }
             let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(nodes, leafs, &rec, sp) || obj(sp).is_some_and(|s| self.fits(s, rec))));
@@ -499,11 +277,11 @@ impl<R: Rev> GraphAlloc<R> {
         self.at_risk.clear();
         if r.is_ok() {
             let (nodes, leafs) = (g.nodes(), g.leafs());
-            for &(h, id, eager) in &self.at_risk_homes {
+            for &(h, id, eager) in &self.layout.at_risk_homes {
                 let list = if h & plan::LEAF != 0 { leafs } else { nodes };
                 let Some(&p) = list.get((h & !plan::LEAF) as usize) else { continue };
                 // only memory of ours can be overwritten by our plan
-                let ours = obj(p).is_some_and(|t| self.buffers[self.arena_of[id]].contains(&t.buffer));
+                let ours = obj(p).is_some_and(|t| self.buffers[self.layout.arena_of[id]].contains(&t.buffer));
                 if ours {
                     self.at_risk.push(AtRisk { tensor: p, buffer_id: id, eager });
                 }
@@ -515,7 +293,7 @@ impl<R: Rev> GraphAlloc<R> {
     fn place_graph(&self, g: &CGraph<R>, bases: &[[usize; MAX_CHUNKS]]) -> Result<()> {
         let (nodes, leafs) = (g.nodes(), g.leafs());
         for (i, &lp) in leafs.iter().enumerate() {
-            self.place(lp, self.plan.leafs[i], bases)?;
+            self.place(lp, self.layout.plan.leafs[i], bases)?;
         }
         for (i, &np) in nodes.iter().enumerate() {
             let Some(node) = obj(np) else { bail!("graph holds a NULL node") };
@@ -525,7 +303,7 @@ impl<R: Rev> GraphAlloc<R> {
                 }
                 Ok(true)
             })?;
-            self.place(np, self.plan.nodes[i], bases)?;
+            self.place(np, self.layout.plan.nodes[i], bases)?;
         }
         Ok(())
     }
@@ -548,12 +326,12 @@ impl<R: Rev> GraphAlloc<R> {
             return Ok(());
         }
         ensure!(rec.block != NONE, "tensor '{}' has no place in the reserved plan", t.name());
-        let a = self.arena_of[self.plan.blocks[rec.block as usize].buffer_id];
-        let c = self.chunk[rec.block as usize] as usize;
+        let a = self.layout.arena_of[self.layout.plan.blocks[rec.block as usize].buffer_id];
+        let c = self.layout.chunk[rec.block as usize] as usize;
         let buf = self.buffers[a].get(c).copied().unwrap_or(std::ptr::null_mut());
         let Some(b) = obj(buf) else { bail!("compute buffer {} (chunk {}) was not allocated", a, c) };
         t.buffer = buf;
-        t.data = (bases[a][c] + self.offsets[rec.block as usize]) as *mut std::ffi::c_void;
+        t.data = (bases[a][c] + self.layout.offsets[rec.block as usize]) as *mut std::ffi::c_void;
         // ggml-alloc ignores the status (wsp); a failing backend reports it at compute
         let _ = b.init_tensor(p);
         Ok(())
@@ -561,8 +339,8 @@ impl<R: Rev> GraphAlloc<R> {
 
     /// `ggml_gallocr_get_buffer_size`: a buffer shared by several ids counts at the first only.
     pub fn buffer_size(&self, id: usize) -> usize {
-        let Some(&a) = self.arena_of.get(id) else { return 0 };
-        if self.arena_of[..id].contains(&a) {
+        let Some(&a) = self.layout.arena_of.get(id) else { return 0 };
+        if self.layout.arena_of[..id].contains(&a) {
             return 0;
         }
         self.buffers[a].iter().filter_map(|&b| obj(b)).map(|b| b.size).sum()
@@ -570,8 +348,52 @@ impl<R: Rev> GraphAlloc<R> {
 
     /// The sizes of arena `id`'s chunk buffers (tests and the stats).
     pub fn chunk_sizes(&self, id: usize) -> Vec<usize> {
-        let Some(&a) = self.arena_of.get(id) else { return Vec::new() };
+        let Some(&a) = self.layout.arena_of.get(id) else { return Vec::new() };
         self.buffers[a].iter().filter_map(|&b| obj(b)).map(|b| b.size).collect()
+    }
+}
+
+fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
+    match obj(buft) {
+        Some(b) => crate::buffer::buft_get_alloc_size(b, t),
+        None => bail!("buffer type is NULL"),
+    }
+}
+
+/// A revision's graph as the plan reads it (`plan::Tensors`): its tensors by address, sized by
+/// the scheduler's buffer types.
+struct PlanTensors<'a, R: Rev> {
+    bufts: &'a [*mut BufferType<R>],
+}
+
+impl<R: Rev> PlanTensors<'_, R> {
+    fn tensor<'t>(p: usize) -> Result<&'t Tensor<R>> {
+        match obj(p as *const Tensor<R>) {
+            Some(t) => Ok(t),
+            None => bail!("graph holds a NULL tensor"),
+        }
+    }
+}
+
+impl<R: Rev> plan::Tensors for PlanTensors<'_, R> {
+    fn get(&self, p: usize) -> Result<Seen> {
+        let t = Self::tensor(p)?;
+        Ok(Seen { has_data: !t.data.is_null(), view_src: t.view_src as usize, op: t.op, flags: t.flags, src: t.src.map(|s| s as usize) })
+    }
+    fn alloc_size(&self, buffer_id: usize, p: usize) -> Result<usize> {
+        alloc_size(self.bufts[buffer_id], Self::tensor(p)?)
+    }
+    fn same_layout(&self, a: usize, b: usize) -> bool {
+        matches!((Self::tensor(a), Self::tensor(b)), (Ok(a), Ok(b)) if crate::tensor::same_layout(a, b))
+    }
+    fn name(&self, p: usize) -> String {
+        Self::tensor(p).map(|t| t.name()).unwrap_or_default()
+    }
+    fn can_inplace(&self, op: i32) -> bool {
+        R::INPLACE_OPS.contains(&op)
+    }
+    fn op_none(&self) -> i32 {
+        R::OPS.none
     }
 }
 

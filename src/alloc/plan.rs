@@ -3,13 +3,13 @@
 //! back. Offsets are not chosen here (see `place`): the decisions that can change what a kernel
 //! reads (in place or not) are fixed by the graph alone, so any placement that keeps the blocks
 //! alive at the same time apart computes the same bytes.
+//!
+//! Written once for every revision: the graph's tensors are read through [`Tensors`], by address.
 
-use crate::abi::vtable::obj;
-use crate::abi::*;
+use crate::abi::{MAX_SRC, TENSOR_FLAG_INPUT, TENSOR_FLAG_OUTPUT};
 use crate::error::Result;
 use crate::ptr_map::PtrMap;
-use crate::tensor::same_layout;
-use crate::{bail, ensure};
+use crate::ensure;
 
 pub const NONE: u32 = u32::MAX;
 
@@ -56,27 +56,43 @@ impl Rec {
     pub const NOTHING: Rec = Rec { block: NONE, size: 0, home: NONE };
 }
 
+/// What the plan reads of one tensor.
+#[derive(Clone, Copy)]
+pub struct Seen {
+    pub has_data: bool,
+    /// address of its view source (0: none)
+    pub view_src: usize,
+    pub op: i32,
+    pub flags: i32,
+    /// addresses of its sources (0: none)
+    pub src: [usize; MAX_SRC],
+}
+
+/// The graph's tensors as the plan reads them, by address: the revision's part (its tensor
+/// type, buffer types and op ids) answers.
+pub trait Tensors {
+    /// The tensor at `p` (an error for NULL).
+    fn get(&self, p: usize) -> Result<Seen>;
+    /// Its size in buffer `buffer_id`'s buffer type.
+    fn alloc_size(&self, buffer_id: usize, p: usize) -> Result<usize>;
+    /// Same type, shape and strides.
+    fn same_layout(&self, a: usize, b: usize) -> bool;
+    fn name(&self, p: usize) -> String;
+    /// ggml-alloc's `op_can_inplace`.
+    fn can_inplace(&self, op: i32) -> bool;
+    fn op_none(&self) -> i32;
+}
+
 /// The buffer types' facts the plan needs: per buffer id, which shared arena (buffer types used
 /// twice share one) and its alignment.
-pub struct Arenas<'a, R: Rev> {
-    pub bufts: &'a [*mut BufferType<R>],
+pub struct Arenas<'a> {
     pub arena_of: &'a [usize],
     pub alignment: &'a [usize],
 }
 
-pub fn src_mask<R: Rev>(t: &Tensor<R>) -> u16 {
-    let mut m = 0u16;
-    for (j, &sp) in t.src.iter().enumerate() {
-        m |= (!sp.is_null() as u16) << j;
-    }
-    m
-}
-
-pub fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
-    match obj(buft) {
-        Some(b) => crate::buffer::buft_get_alloc_size(b, t),
-        None => bail!("buffer type is NULL"),
-    }
+/// Bit j set when source j is present.
+pub fn src_mask(present: impl IntoIterator<Item = bool>) -> u16 {
+    present.into_iter().enumerate().fold(0u16, |m, (j, p)| m | (p as u16) << j)
 }
 
 /// Which graph inputs (`GGML_TENSOR_FLAG_INPUT`) keep their memory for the whole graph.
@@ -143,32 +159,25 @@ pub struct Plan {
     home: Vec<u32>,
 }
 
-struct Walk<'p, 'a, R: Rev> {
+struct Walk<'p, 'a> {
     plan: &'p mut Plan,
-    arenas: &'p Arenas<'a, R>,
+    g: &'p dyn Tensors,
+    arenas: &'p Arenas<'a>,
     pin: Pin<'p>,
 }
 
-fn tensor<'a, R: Rev>(p: *mut Tensor<R>) -> Result<&'a Tensor<R>> {
-    match obj(p) {
-        Some(t) => Ok(t),
-        None => bail!("graph holds a NULL tensor"),
-    }
-}
-
-impl<R: Rev> Walk<'_, '_, R> {
+impl Walk<'_, '_> {
     /// Whether `t` keeps its memory to the end of the graph: graph outputs (read after it) and
     /// the pinned graph inputs (read again by a recompute).
-    fn kept(&self, p: *mut Tensor<R>, t: &Tensor<R>) -> bool {
-        t.flags & TENSOR_FLAG_OUTPUT != 0 || (t.flags & TENSOR_FLAG_INPUT != 0 && self.pin.holds(p as usize))
+    fn kept(&self, p: usize, t: &Seen) -> bool {
+        t.flags & TENSOR_FLAG_OUTPUT != 0 || (t.flags & TENSOR_FLAG_INPUT != 0 && self.pin.holds(p))
     }
 
     fn input_index(&self, s: usize) -> Option<usize> {
         self.plan.input_of.get(s).copied().filter(|&i| i != NONE).map(|i| i as usize)
     }
 
-    fn slot(&mut self, t: *const Tensor<R>) -> usize {
-        let key = t as usize;
+    fn slot(&mut self, key: usize) -> usize {
         if let Some(i) = self.plan.index.get(key) {
             return i as usize;
         }
@@ -178,25 +187,25 @@ impl<R: Rev> Walk<'_, '_, R> {
         i
     }
 
-    fn allocate(&mut self, p: *mut Tensor<R>, buffer_id: i32) -> Result<()> {
-        let t = tensor(p)?;
+    fn allocate(&mut self, p: usize, buffer_id: i32) -> Result<()> {
+        let t = self.g.get(p)?;
         let s = self.slot(p);
-        if !t.data.is_null() || self.plan.slots[s].allocated || !t.view_src.is_null() {
+        if t.has_data || self.plan.slots[s].allocated || t.view_src != 0 {
             return Ok(());
         }
-        ensure!(buffer_id >= 0 && (buffer_id as usize) < self.arenas.bufts.len(), "tensor '{}' has no buffer to be allocated in", t.name());
+        ensure!(buffer_id >= 0 && (buffer_id as usize) < self.arenas.arena_of.len(), "tensor '{}' has no buffer to be allocated in", self.g.name(p));
         self.plan.slots[s].allocated = true;
-        if R::INPLACE_OPS.contains(&t.op) {
-            for &pp in t.src.iter() {
-                let Some(parent) = obj(pp) else { continue };
+        if self.g.can_inplace(t.op) {
+            for &pp in t.src.iter().filter(|&&pp| pp != 0) {
+                let parent = self.g.get(pp)?;
                 let ps = self.slot(pp);
                 let pslot = self.plan.slots[ps];
                 // only memory this plan owns can be handed on (views never own any)
-                if !pslot.allocated || !parent.view_src.is_null() {
+                if !pslot.allocated || parent.view_src != 0 {
                     continue;
                 }
                 // outputs are read after the graph, pinned inputs by a recompute (see `free`)
-                if self.kept(pp, parent) || !same_layout(t, parent) {
+                if self.kept(pp, &parent) || !self.g.same_layout(p, pp) {
                     continue;
                 }
                 if pslot.n_children == 1 && pslot.n_views == 0 {
@@ -211,26 +220,26 @@ impl<R: Rev> Walk<'_, '_, R> {
         }
         let b = buffer_id as usize;
         let align = self.arenas.alignment[self.arenas.arena_of[b]];
-        let size = alloc_size(self.arenas.bufts[b], t)?.div_ceil(align) * align;
+        let size = self.g.alloc_size(b, p)?.div_ceil(align) * align;
         let id = self.plan.blocks.len() as u32;
         self.plan.blocks.push(Block { buffer_id: b, size, start: self.plan.events.len() as u32, end: NONE });
         self.plan.events.push((id, true));
         self.plan.slots[s].block = id;
-        if t.flags & TENSOR_FLAG_INPUT != 0 && !self.kept(p, t) {
+        if t.flags & TENSOR_FLAG_INPUT != 0 && !self.kept(p, &t) {
             if self.plan.input_of.len() <= s {
                 self.plan.input_of.resize(s + 1, NONE);
             }
             self.plan.input_of[s] = self.plan.inputs.len() as u32;
-            self.plan.inputs.push(InputRec { home: NONE, addr: p as usize, block: id, freed_at: NONE, handed_on: false });
+            self.plan.inputs.push(InputRec { home: NONE, addr: p, block: id, freed_at: NONE, handed_on: false });
         }
         Ok(())
     }
 
-    fn free(&mut self, p: *mut Tensor<R>, s: usize) {
+    fn free(&mut self, p: usize, s: usize) {
         // Graph outputs are never given back, and neither are pinned graph inputs (see [`Pin`]):
         // the caller's data must survive the compute, so that computing the same allocated graph
         // again (after a cancelled compute, say) reads what the caller wrote.
-        if obj(p).is_some_and(|t| self.kept(p, t)) {
+        if self.g.get(p).is_ok_and(|t| self.kept(p, &t)) {
             return;
         }
         let slot = &mut self.plan.slots[s];
@@ -245,15 +254,15 @@ impl<R: Rev> Walk<'_, '_, R> {
         }
     }
 
-    fn record(&mut self, p: *mut Tensor<R>) -> Result<Rec> {
-        let t = tensor(p)?;
-        if !t.view_src.is_null() || !t.data.is_null() {
+    fn record(&mut self, p: usize) -> Result<Rec> {
+        let t = self.g.get(p)?;
+        if t.view_src != 0 || t.has_data {
             return Ok(Rec::NOTHING);
         }
         let s = self.slot(p);
         let block = self.plan.slots[s].block;
-        ensure!(block != NONE, "tensor '{}' was never allocated", t.name());
-        let size = alloc_size(self.arenas.bufts[self.plan.blocks[block as usize].buffer_id], t)?;
+        ensure!(block != NONE, "tensor '{}' was never allocated", self.g.name(p));
+        let size = self.g.alloc_size(self.plan.blocks[block as usize].buffer_id, p)?;
         Ok(Rec { block, size, home: NONE })
     }
 }
@@ -262,11 +271,12 @@ impl Plan {
     /// Walks `nodes` / `leafs` (with the buffer id of each) as ggml-alloc's reserve does, keeping
     /// the graph inputs `pin` names alive to the end.
     #[allow(clippy::too_many_arguments)]
-    pub fn build<R: Rev>(
+    pub fn build(
         &mut self,
-        arenas: &Arenas<'_, R>,
-        nodes: &[*mut Tensor<R>],
-        leafs: &[*mut Tensor<R>],
+        g: &dyn Tensors,
+        arenas: &Arenas<'_>,
+        nodes: &[usize],
+        leafs: &[usize],
         node_ids: &[i32],
         leaf_ids: &[i32],
         pin: Pin<'_>,
@@ -283,7 +293,7 @@ impl Plan {
         self.src_mask.clear();
         self.leafs.clear();
         let id = |ids: &[i32], i: usize| ids.get(i).copied().unwrap_or(0);
-        let mut w = Walk { plan: self, arenas, pin };
+        let mut w = Walk { plan: self, g, arenas, pin };
 
         // leafs first: the application may use them outside the graph too
         for (i, &leaf) in leafs.iter().enumerate() {
@@ -292,17 +302,17 @@ impl Plan {
         // consumers and views of each tensor; graph inputs are allocated up front so that
         // nothing computed before their use can land on them
         for (i, &np) in nodes.iter().enumerate() {
-            let node = tensor(np)?;
+            let node = g.get(np)?;
             // an OP_NONE view is the scheduler's way to keep its source alive, not a consumer
-            if !node.view_src.is_null() && node.op != R::OPS.none {
+            if node.view_src != 0 && node.op != g.op_none() {
                 let v = w.slot(node.view_src);
                 w.plan.slots[v].n_views += 1;
             }
             if node.flags & TENSOR_FLAG_INPUT != 0 {
                 w.allocate(np, id(node_ids, i))?;
             }
-            for &sp in node.src.iter() {
-                let Some(src) = obj(sp) else { continue };
+            for &sp in node.src.iter().filter(|&&sp| sp != 0) {
+                let src = g.get(sp)?;
                 let s = w.slot(sp);
                 w.plan.slots[s].n_children += 1;
                 if src.flags & TENSOR_FLAG_INPUT != 0 {
@@ -311,23 +321,21 @@ impl Plan {
             }
         }
         for (i, &np) in nodes.iter().enumerate() {
-            let node = tensor(np)?;
+            let node = g.get(np)?;
             let b = id(node_ids, i);
-            for &sp in node.src.iter() {
-                if !sp.is_null() {
-                    w.allocate(sp, b)?;
-                }
+            for &sp in node.src.iter().filter(|&&sp| sp != 0) {
+                w.allocate(sp, b)?;
             }
             w.allocate(np, b)?;
-            for &sp in node.src.iter() {
-                let Some(src) = obj(sp) else { continue };
+            for &sp in node.src.iter().filter(|&&sp| sp != 0) {
+                let src = g.get(sp)?;
                 let s = w.slot(sp);
                 w.plan.slots[s].n_children -= 1;
                 let slot = w.plan.slots[s];
                 if slot.n_children != 0 || slot.n_views != 0 {
                     continue;
                 }
-                if !src.view_src.is_null() {
+                if src.view_src != 0 {
                     let v = w.slot(src.view_src);
                     w.plan.slots[v].n_views -= 1;
                     let vs = w.plan.slots[v];
@@ -355,10 +363,10 @@ impl Plan {
             let rec = w.record(np)?;
             w.plan.nodes.push(rec);
             w.plan.src_start.push(w.plan.srcs.len() as u32);
-            let node = tensor(np)?;
-            w.plan.src_mask.push(src_mask(node));
+            let node = g.get(np)?;
+            w.plan.src_mask.push(src_mask(node.src.iter().map(|&sp| sp != 0)));
             for (j, &sp) in node.src.iter().enumerate() {
-                if sp.is_null() {
+                if sp == 0 {
                     continue;
                 }
                 let mut rec = w.record(sp)?;
@@ -373,7 +381,7 @@ impl Plan {
             w.plan.leafs.push(rec);
         }
         for k in 0..w.plan.inputs.len() {
-            let s = w.slot(w.plan.inputs[k].addr as *const Tensor<R>);
+            let s = w.slot(w.plan.inputs[k].addr);
             w.plan.inputs[k].home = w.plan.home.get(s).copied().unwrap_or(NONE);
         }
         Ok(())

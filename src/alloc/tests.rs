@@ -90,7 +90,7 @@ fn inside(a: &GraphAlloc<Lm>, g: &G) {
         let n = crate::tensor::nbytes(tt).unwrap();
         assert!(tt.data as usize >= base && tt.data as usize + n <= base + b.size, "tensor outside its buffer");
     }
-    assert!(a.buffer_size(0) >= a.stats[0].ours);
+    assert!(a.buffer_size(0) >= a.layout.stats[0].ours);
 }
 
 const F: [i64; 4] = [64, 8, 1, 1];
@@ -119,7 +119,7 @@ fn in_place_chain_and_outputs() {
     assert_ne!(t(k).data, t(out).data, "an output is never written over");
     assert_ne!(t(x).data, t(w).data, "w has consumers after x");
     assert_eq!(t(x).buffer, t(out).buffer);
-    let s = a.stats[0].clone();
+    let s = a.layout.stats[0].clone();
     assert!(s.bound <= s.ours && s.ours <= s.stock, "{:?}", s);
 }
 
@@ -238,13 +238,13 @@ fn random_graphs_placements_are_disjoint_and_no_larger_than_best_fit() {
         let lids = vec![0; g.leafs.len()];
         let mut a = cpu();
         a.reserve(&cg, &ids, &lids).unwrap();
-        let blocks = &a.plan.blocks;
+        let blocks = &a.layout.plan.blocks;
         let members: Vec<u32> = (0..blocks.len() as u32).collect();
-        assert!(place::disjoint(blocks, &members, &a.offsets), "round {}", round);
+        assert!(place::disjoint(blocks, &members, &a.layout.offsets), "round {}", round);
         let mut bf = vec![0; blocks.len()];
-        let stock = place::best_fit(blocks, &a.plan.events, |_| true, &mut bf);
+        let stock = place::best_fit(blocks, &a.layout.plan.events, |_| true, &mut bf);
         assert!(place::disjoint(blocks, &members, &bf), "best fit overlaps, round {}", round);
-        let s = a.stats[0].clone();
+        let s = a.layout.stats[0].clone();
         assert_eq!(s.stock, stock);
         assert!(s.bound <= s.ours && s.ours <= s.stock, "round {}: {:?}", round, s);
         assert!(a.alloc_graph(&cg).unwrap());
@@ -310,7 +310,7 @@ fn long_lived_input_is_pinned_for_free() {
     a.reserve(&cg, &[0; 3], &[0; 1]).unwrap();
     assert!(a.alloc_graph(&cg).unwrap());
     inside(&a, &g);
-    let s = a.stats[0].clone();
+    let s = a.layout.stats[0].clone();
     assert!(s.ours <= s.stock, "{:?}", s);
     assert!(a.at_risk().is_empty());
     assert_ne!(t(x).data, t(inp).data, "never computed in place over a pinned input");
@@ -335,7 +335,7 @@ fn input_whose_pin_would_grow_the_buffer_is_at_risk() {
     let cg = g.graph();
     let mut a = cpu();
     a.reserve(&cg, &[0; 3], &[0; 2]).unwrap();
-    let s = a.stats[0].clone();
+    let s = a.layout.stats[0].clone();
     assert!(s.ours <= s.stock, "{:?}", s);
     assert_eq!(s.unpinned_at_risk, 1, "{:?}", s);
     // what pinning it would have cost: three blocks of 32 KiB alive at the end instead of two
@@ -386,16 +386,16 @@ fn random_graphs_with_inputs_never_exceed_stock() {
         let lids = vec![0; g.leafs.len()];
         let mut a = cpu();
         a.reserve(&cg, &ids, &lids).unwrap();
-        let s = a.stats[0].clone();
+        let s = a.layout.stats[0].clone();
         assert!(s.bound <= s.ours && s.ours <= s.stock, "round {}: {:?}", round, s);
-        let members: Vec<u32> = (0..a.plan.blocks.len() as u32).collect();
-        assert!(place::disjoint(&a.plan.blocks, &members, &a.offsets), "round {}", round);
+        let members: Vec<u32> = (0..a.layout.plan.blocks.len() as u32).collect();
+        assert!(place::disjoint(&a.layout.plan.blocks, &members, &a.layout.offsets), "round {}", round);
         assert!(a.alloc_graph(&cg).unwrap());
         inside(&a, &g);
-        let blocks = &a.plan.blocks;
+        let blocks = &a.layout.plan.blocks;
         // an input left out of the at-risk list is overlapped by nothing taken after its death
         let risky: Vec<*mut T> = a.at_risk().iter().map(|r| r.tensor).collect();
-        for inp in &a.plan.inputs {
+        for inp in &a.layout.plan.inputs {
             let p = inp.addr as *mut T;
             if risky.contains(&p) || inp.freed_at == NONE {
                 continue;
@@ -409,7 +409,7 @@ fn random_graphs_with_inputs_never_exceed_stock() {
                 }
                 let q = tt.data as usize;
                 let later = g.nodes.iter().position(|&n| n == tp).is_some_and(|i| {
-                    let rec = a.plan.nodes[i];
+                    let rec = a.layout.plan.nodes[i];
                     rec.block != NONE && rec.block != inp.block && blocks[rec.block as usize].start > inp.freed_at
                 });
                 if later {
@@ -418,7 +418,7 @@ fn random_graphs_with_inputs_never_exceed_stock() {
             }
         }
         n_risky += risky.len();
-        n_pinned_all += a.plan.inputs.is_empty() as usize;
+        n_pinned_all += a.layout.plan.inputs.is_empty() as usize;
     }
     // the generator must reach both outcomes, or the test proves little
     assert!(n_risky > 0 && n_pinned_all > 0, "risky {} pinned-all {}", n_risky, n_pinned_all);
