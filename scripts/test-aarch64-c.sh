@@ -24,5 +24,5 @@ aarch64_build "$BUILD_DIR" OFF simd_ops_lm_static simd_ops_wsp_static
 for p in lm wsp; do
     echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
     qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
-    GGML_RS_SIMD_PORTABLE=1 qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
+    GGML_RS_SIMD_PORTABLE=1 GGML_RS_SIMD_EXACT=0 qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
 done

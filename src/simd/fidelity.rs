@@ -15,7 +15,8 @@
 //! float across a boundary) can escape the check.
 //!
 //! `GGML_RS_SIMD_EXACT=0` skips it (SIMD takes every node it implements, even where this host's
-//! float order differs); `GGML_RS_FAULT_SIMD_ORDER=<names>` makes the named kinds differ (tests).
+//! float order differs), and so does `GGML_RS_SIMD_SGEMM=1`, which already trades stock's exact
+//! answers for speed; `GGML_RS_FAULT_SIMD_ORDER=<names>` makes the named kinds differ (tests).
 
 use super::exec;
 use super::op::{Node, Op};
@@ -84,7 +85,8 @@ impl Verdicts {
 
 static VERDICTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 
-static ENABLED: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_EXACT").map_or(true, |v| v != "0"));
+static ENABLED: once_cell::sync::Lazy<bool> =
+    once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_EXACT").map_or(true, |v| v != "0") && !super::matmul::sgemm_forced());
 
 /// Whether SIMD leaves node `t` (read as `n`) to ggml-cpu because this host's ggml-cpu computes
 /// its kind in another float order. Runs the check on first use.

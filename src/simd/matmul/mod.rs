@@ -126,6 +126,11 @@ pub fn use_gemm_at(level: SimdLevel, wtype: WType, n: usize) -> bool {
 /// are close to ggml-cpu's (NMSE ~1e-3 at the logits), not identical. Read once.
 static SGEMM: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_SGEMM").is_ok_and(|v| v == "1"));
 
+/// Whether the app asked for [`SGEMM`] (then SIMD does not promise stock's exact answers).
+pub fn sgemm_forced() -> bool {
+    *SGEMM
+}
+
 /// Whether [`mul_mat`] reads a prepared [`QuantizedActs`] for this type and batch.
 pub fn needs_quantized_acts(wtype: WType, n: usize) -> bool {
     needs_quantized_acts_at(simd_level(), wtype, n)
