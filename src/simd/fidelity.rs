@@ -204,6 +204,43 @@ fn values(n: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
+/// A block of 32 activations that the Q8_0 / Q8_1 activation quantizer (`d = amax / 127`,
+/// `id = 1 / d`, each value rounded from `x * id`) puts a value on the other side of a rounding
+/// boundary when a compiler rewrites `id` as `127 / amax` or `d` as `amax * (1 / 127)` (fast-math's
+/// reciprocal and reassociation rewrites): such a rewrite changes `id` in its last bit, which moves
+/// a quantized value only for values within an ulp of a half-integer, which random inputs almost
+/// never are (Gemma 3's products quantize millions of values and hit them; the uniform values
+/// above did not). The block holds its amax and, for each rewrite, a value found at its edge.
+fn quant_edge_block(seed: u32) -> [f32; 32] {
+    let mut b = [0f32; 32];
+    b.copy_from_slice(&values(32, seed ^ 0x5a5a));
+    let exact = |amax: f32| 1.0f32 / (amax / 127.0);
+    let rewrites = [|amax: f32| 127.0f32 / amax, |amax: f32| 1.0f32 / (amax * (1.0 / 127.0))];
+    // an amax above the random values' bound (2.0) where both rewrites move `id`
+    for i in 0..100_000u32 {
+        let amax = f32::from_bits(2.5f32.to_bits() + i.wrapping_mul(7919) % (1 << 22));
+        let id = exact(amax);
+        let edges: Vec<f32> = rewrites.iter().filter_map(|r| quant_edge(amax, id, r(amax))).collect();
+        if edges.len() == rewrites.len() {
+            b[0] = amax;
+            b[1..1 + edges.len()].copy_from_slice(&edges);
+            break;
+        }
+    }
+    b
+}
+
+/// A value below `amax` that `x * id` and `x * id2` round to different integers, if one is near.
+fn quant_edge(amax: f32, id: f32, id2: f32) -> Option<f32> {
+    if id == id2 {
+        return None;
+    }
+    (1..126).rev().find_map(|k| {
+        let x0 = (k as f32 + 0.5) / id;
+        (-8i32..=8).map(|dx| f32::from_bits((x0.to_bits() as i32 + dx) as u32)).find(|&x| x < amax && (x * id).round_ties_even() != (x * id2).round_ties_even())
+    })
+}
+
 /// The graph of `case`, its inputs filled; `None` when the host lacks a constructor.
 fn build<R: Rev>(case: &Case) -> Option<HostGraph<R>> {
     let mut g = HostGraph::<R>::new(4 << 20)?;
@@ -217,7 +254,14 @@ fn build<R: Rev>(case: &Case) -> Option<HostGraph<R>> {
         Case::MulMat(w, a) => {
             let wt = input(&mut g, w, [512, 6, 1, 1], 2)?;
             for (rows, seed) in [(1, 3), (2, 4), (16, 5)] {
-                let act = input(&mut g, a, [512, rows, 1, 1], seed)?;
+                let mut v = values(512 * rows as usize, seed);
+                if a == F32 {
+                    // every row's first block at a rounding edge of the activations' quantization
+                    for row in v.chunks_mut(512) {
+                        row[..32].copy_from_slice(&quant_edge_block(seed));
+                    }
+                }
+                let act = g.input(a, [512, rows, 1, 1], &v)?;
                 let p = g.op(Build::Binary("mul_mat"), &[wt, act])?;
                 g.output(p)?;
             }
@@ -309,6 +353,19 @@ mod tests {
         assert!(v.declines(&fused) && v.declines(&rms));
         assert!(!v.declines(&mul), "a MUL of other sources is not the fused pair");
         assert!(!Verdicts::default().declines(&q5));
+    }
+
+    /// The edge block has an amax past every other value and, for each rewrite of the quantizer's
+    /// `id`, a value that the rewrite rounds to another integer.
+    #[test]
+    fn quant_edge_block_sits_on_edges() {
+        let b = quant_edge_block(5);
+        let amax = b[0];
+        assert!(b[1..].iter().all(|x| x.abs() < amax));
+        let id = 1.0f32 / (amax / 127.0);
+        let q = |x: f32, id: f32| (x * id).round_ties_even();
+        assert_ne!(q(b[1], id), q(b[1], 127.0f32 / amax));
+        assert_ne!(q(b[2], id), q(b[2], 1.0f32 / (amax * (1.0 / 127.0))));
     }
 
     #[test]
