@@ -276,7 +276,9 @@ unsafe extern "C" fn dev_buffer_from_host_ptr<R: Rev>(_: *mut Device<R>, ptr: *m
 }
 unsafe extern "C" fn dev_supports_op<R: Rev>(_: *mut Device<R>, op: *const Tensor<R>) -> bool {
     crate::guard::callback::<R, _>("simd_device.supports_op", false, || {
-        obj(op).is_some_and(exec::supports)
+        // a kind this host's ggml-cpu computes in another float order is left to it (fidelity.rs);
+        // asked here, where the scheduler places nodes, so a graph given to SIMD directly still runs
+        obj(op).is_some_and(|t| exec::supports(t) && !super::fidelity::declines(t, &super::op::Node::of(t)))
     })
 }
 unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut BufferType<R>) -> bool {
