@@ -248,7 +248,8 @@ fn build<R: Rev>(case: &Case) -> Option<HostGraph<R>> {
         let n = ne.iter().product::<i64>() as usize;
         g.input(ty, ne, &values(n, seed))
     };
-    // rows of 640 (Gemma 3 270M's width): not a power of two, a multiple of every block
+    // rows of 640 (Gemma 3 270M's width) for the F32 ops: not a power of two, a multiple of the
+    // 32-wide blocks (the products keep 512, which K-quants' 256-wide super-blocks also divide)
     let x = |g: &mut HostGraph<R>| input(g, F32, [640, 5, 1, 1], 1);
     let out: Id = match *case {
         Case::MulMat(w, a) => {
