@@ -87,9 +87,18 @@ step "cargo build --features ggml-2026" \
 LIB_A="$ROOT/target/ggml2026/release/libggml_backend_rs.a"
 LIB_SO="$ROOT/target/ggml2026/release/libggml_backend_rs.so"
 
+# ggml's CMake builds for -march=native; on an x86 VM whose /proc/cpuinfo lists AMX (Sapphire
+# Rapids guests) its AMX kernels get compiled and die with SIGILL in stock and ours alike (the
+# guest cannot execute the tile instructions). Both builds leave AMX out there: GCC keeps explicit
+# -mno-* flags over what -march=native implies.
+NO_AMX=()
+if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
+  NO_AMX=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+fi
 configure() { # dir shared(ON|OFF) rs(ON|OFF) tests(ON|OFF) [extra...]
   local dir="$1" shared="$2" rs="$3" tests="$4"
   shift 4
+  set -- ${NO_AMX[@]+"${NO_AMX[@]}"} "$@"
   local src="$SRC_STOCK" lib=""
   if [[ "$rs" == ON ]]; then
     src="$SRC_RS"
