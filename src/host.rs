@@ -144,24 +144,7 @@ pub struct CoreFns<R: Rev> {
 pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
 
 #[cfg(feature = "simd")]
-/// The host ggml-cpu's own quantizer of activations to Q8_K (`quantize_row_q8_K`), or `None`
-/// without ggml-cpu. The SIMD backend's K-quant products use it so that their activations are
-/// rounded as stock's are: ggml's reference quantizer is plain C whose `iscale * x + 1.5 * 2^23`
-/// a compiler may fuse into one FMA or not (GCC with `-mfma` does, clang does not), so no single
-/// Rust rounding matches every host build.
-#[derive(Clone, Copy, Debug)]
-pub struct HostQ8K(FromFloat);
-
-#[cfg(feature = "simd")]
-impl HostQ8K {
-    /// Quantizes `src` (`dst.len() * 256` values) with the host's function.
-    pub fn quantize(self, src: &[f32], dst: &mut [crate::simd::quant::BlockQ8K]) {
-        assert_eq!(src.len(), dst.len() * crate::simd::quant::q8_k::QK_K, "HostQ8K::quantize: length mismatch");
-        // SAFETY: `from_float` of ggml's Q8_K reads `k` floats and writes `k / 256` block_q8_K,
-        // which BlockQ8K mirrors byte for byte (292 bytes, repr(C)); both slices hold that many.
-        unsafe { (self.0)(src.as_ptr(), dst.as_mut_ptr() as *mut c_void, src.len() as i64) }
-    }
-}
+pub use ggml_rs_kernels::quant::HostQ8K;
 
 #[cfg(feature = "simd")]
 /// [`HostQ8K`] of revision `R`'s host, looked up once.
@@ -169,7 +152,10 @@ pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
     /// `GGML_TYPE_Q8_K`, numbered alike in every revision.
     const Q8_K: i32 = 15;
     static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
-    *FOUND.get::<R, _>(|| traits_cpu::<R>(Q8_K).and_then(|t| t.from_float).map(HostQ8K))
+    *FOUND.get::<R, _>(|| traits_cpu::<R>(Q8_K).and_then(|t| t.from_float).map(|f| {
+        // SAFETY: ggml-cpu's Q8_K `from_float` is `quantize_row_q8_K`, which has HostQ8K's contract.
+        unsafe { HostQ8K::new(f) }
+    }))
 }
 
 #[cfg(feature = "simd")]

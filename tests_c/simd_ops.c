@@ -407,7 +407,7 @@ int main(void) {
 
 #if defined(TEST_REV2026)
     /* 2026: normal-mode ROPE rows of an odd pair count or fewer than 8 pairs are declined (2026's
-       rotate_pairs, as GCC vectorizes it, rounds some of their products; src/simd/ops/rope.rs);
+       rotate_pairs, as GCC vectorizes it, rounds some of their products; kernels/src/ops/rope.rs);
        NeoX mode with the same rows stays on SIMD */
     {
         const int dims[] = { 46, 10 };

@@ -278,7 +278,7 @@ unsafe extern "C" fn dev_supports_op<R: Rev>(_: *mut Device<R>, op: *const Tenso
     crate::guard::callback::<R, _>("simd_device.supports_op", false, || {
         // a kind this host's ggml-cpu computes in another float order is left to it (fidelity.rs);
         // asked here, where the scheduler places nodes, so a graph given to SIMD directly still runs
-        obj(op).is_some_and(|t| exec::supports(t) && !super::fidelity::declines(t, &super::op::Node::of(t)))
+        obj(op).is_some_and(|t| exec::supports(t) && !super::fidelity::declines(t, &super::node::node(t)))
     })
 }
 unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut BufferType<R>) -> bool {

@@ -2,7 +2,7 @@
 //! node's rows split across the thread pool.
 
 use super::op::{Node, Op};
-use super::ops;
+use super::{node, ops};
 use super::ops::mul_mat::streamed::{siblings, Ahead, Later, Streamed, LOOKAHEAD};
 use super::pool::Session;
 use super::view::Raw;
@@ -52,7 +52,7 @@ fn is_trivial(op: Op) -> bool {
 
 /// True exactly for the (op, types, layout) combinations the kernels implement.
 pub fn supports<R: Rev>(t: &Tensor<R>) -> bool {
-    supported(t, &Node::of(t))
+    supported(t, &node::node(t))
 }
 
 /// [`supports`] of `t`, whose node `n` is already read.
@@ -71,7 +71,7 @@ fn supports_node(n: &Node) -> bool {
 /// own graphs run through here). `None` when no kernel takes the node, else `Some(false)` when a
 /// worker panicked.
 pub fn compute_unchecked<R: Rev>(s: &Session, t: &Tensor<R>) -> Option<bool> {
-    let n = Node::of(t);
+    let n = node::node(t);
     if is_trivial(n.op) {
         return Some(true);
     }
@@ -129,11 +129,11 @@ fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -
 /// else the node, together with the streamed products after it that share its activation row
 /// (`ops::mul_mat::streamed`).
 fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, ahead: &mut Ahead) -> Result<bool> {
-    if ahead.store(i, &Raw::of(t)) {
+    if ahead.store(i, &node::raw(t)) {
         return Ok(true);
     }
     // the node read once (its op, tensors and parameters) for the checks and the kernel
-    let n = Node::of(t);
+    let n = node::node(t);
     if let Some(first) = streamed_product(t, &n) {
         let later: Vec<Later> = nodes[i + 1..]
             .iter()
@@ -141,10 +141,10 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
             .enumerate()
             .filter_map(|(o, &p)| {
                 let t = obj(p)?;
-                let op = Op::of(t);
+                let op = node::op(t);
                 // (views write nothing)
-                let product = if op == Op::MulMat { streamed_product(t, &Node::of(t)) } else { None };
-                (!is_trivial(op)).then(|| Later { index: i + 1 + o, dst: Raw::of(t), product })
+                let product = if op == Op::MulMat { streamed_product(t, &node::node(t)) } else { None };
+                (!is_trivial(op)).then(|| Later { index: i + 1 + o, dst: node::raw(t), product })
             })
             .collect();
         let picked = siblings(&first, &later);
@@ -172,9 +172,9 @@ fn fused_softmax<R: Rev>(nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, n: &
     }
     let me = t as *const Tensor<R> as *mut Tensor<R>;
     // the first node after the views is the softmax, with the product as its input
-    let o = nodes[i + 1..].iter().position(|&p| obj(p).is_none_or(|v| !is_trivial(Op::of(v))))?;
+    let o = nodes[i + 1..].iter().position(|&p| obj(p).is_none_or(|v| !is_trivial(node::op(v))))?;
     let reader = obj(nodes[i + 1 + o])?;
-    if Op::of(reader) != Op::SoftMax || reader.src[0] != me || reader.view_src == me || reader.src[1..].contains(&me) || reader.data.is_null() {
+    if node::op(reader) != Op::SoftMax || reader.src[0] != me || reader.view_src == me || reader.src[1..].contains(&me) || reader.data.is_null() {
         return None;
     }
     // and no other node reads it (the views between included)
@@ -182,7 +182,7 @@ fn fused_softmax<R: Rev>(nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, n: &
     if nodes[i + 1..].iter().enumerate().any(|(k, &p)| k != o && obj(p).is_some_and(reads)) {
         return None;
     }
-    let sm = Node::of(reader);
+    let sm = node::node(reader);
     if !supported(t, n) || !supported(reader, &sm) {
         return None;
     }
@@ -200,16 +200,16 @@ fn streamed_product<R: Rev>(t: &Tensor<R>, n: &Node) -> Option<Streamed> {
 /// The profile row of a node: op, then each present tensor's type and shape (dst first).
 fn node_key<R: Rev>(t: &Tensor<R>) -> String {
     let mut key = crate::host::op_name::<R>(t.op).to_string();
-    match Op::of(t) {
+    match node::op(t) {
         Op::Silu => key.push_str("(silu)"),
         Op::Gelu => key.push_str("(gelu)"),
         _ => {}
     }
-    let d = Raw::of(t);
+    let d = node::raw(t);
     let mut shape = |r: &Raw| key.push_str(&format!(" t{}[{}x{}x{}x{}]", r.ty, r.ne[0], r.ne[1], r.ne[2], r.ne[3]));
     shape(&d);
     for &s in t.src.iter().take(2) {
-        if let Some(r) = obj(s).map(Raw::of) {
+        if let Some(r) = obj(s).map(node::raw) {
             shape(&r);
         }
     }

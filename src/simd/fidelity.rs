@@ -18,7 +18,7 @@
 //! float order differs), and so does `GGML_RS_SIMD_SGEMM=1`, which already trades stock's exact
 //! answers for speed; `GGML_RS_FAULT_SIMD_ORDER=<names>` makes the named kinds differ (tests).
 
-use super::exec;
+use super::{exec, node};
 use super::op::{Node, Op};
 use super::pool::Pool;
 use crate::abi::vtable::obj;
@@ -108,7 +108,7 @@ fn check<R: Rev>() -> Verdicts {
     for case in cases() {
         let Some(g) = build::<R>(&case) else { continue };
         // the kind is the last node's (an output, made last)
-        let Some(kind) = g.nodes().last().and_then(|&t| obj(t)).map(|t| Kind::of(t, &Node::of(t))) else { continue };
+        let Some(kind) = g.nodes().last().and_then(|&t| obj(t)).map(|t| Kind::of(t, &node::node(t))) else { continue };
         let two_rows = matches!(case, Case::MulMat(..)) && crate::host::traits_cpu::<R>(case.weight()).is_some_and(|t| t.nrows > 1);
         let same = if two_rows {
             Some(false)

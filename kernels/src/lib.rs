@@ -1,0 +1,40 @@
+//! The SIMD backend's kernels, free of any ggml revision's types: `quant` (block formats, dot
+//! products), `matmul` (MUL_MAT kernels), `vexp` (ggml's vectorized expf, SILU), `softmax_row`
+//! and `gelu` (those ops' row kernels), `cpu_features` (runtime dispatch), `view` (raw views of
+//! tensor memory), `op` (a node as the kernels read it), `ops` (one module per kind of op:
+//! `supports` and `compute`), `pool` and `affinity` (threads), `profile` (per-op timings).
+//!
+//! A crate of its own so that a build can optimize it for speed (opt-level 3, 16 codegen units:
+//! the kernels' code is what the speed and instruction-count figures measured) and the library
+//! around it for size (its scheduler, allocator and exports run nothing hot): Cargo sets the
+//! opt-level per crate (the library's `release-small` profile, docs/size.md). The library reads
+//! ggml's structs and turns a node into an [`op::Node`] (its `simd::node`); nothing here reads a
+//! ggml struct.
+
+pub mod order;
+pub use order::CpuOrder;
+
+#[cfg(feature = "compute")]
+pub mod affinity;
+#[cfg(feature = "compute")]
+pub mod cpu_features;
+#[cfg(feature = "compute")]
+pub mod gelu;
+#[cfg(feature = "compute")]
+pub mod matmul;
+#[cfg(feature = "compute")]
+pub mod op;
+#[cfg(feature = "compute")]
+pub mod ops;
+#[cfg(feature = "compute")]
+pub mod pool;
+#[cfg(feature = "compute")]
+pub mod profile;
+#[cfg(feature = "compute")]
+pub mod quant;
+#[cfg(feature = "compute")]
+pub mod softmax_row;
+#[cfg(feature = "compute")]
+pub mod vexp;
+#[cfg(feature = "compute")]
+pub mod view;

@@ -1,0 +1,70 @@
+//! The ops the SIMD backend knows, free of any ggml revision's numbering.
+//!
+//! ggml revisions number `enum ggml_op` differently (and later ones add ops); the library
+//! translates a node's op id once, from its revision's table (`simd::node` there), and every
+//! kernel matches on [`Op`]. An id the table does not name becomes [`Op::Unsupported`], which
+//! `supports` declines, so a newer revision's ops (SET_ROWS, GLU, FLASH_ATTN_EXT, ...) fall to
+//! ggml-cpu instead of being misread as one of ours.
+
+use super::view::Raw;
+use crate::quant::HostQ8K;
+use crate::CpuOrder;
+
+/// A graph node's operation, as the kernels see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// GGML_OP_NONE: a leaf, nothing to compute.
+    None,
+    /// VIEW, RESHAPE, PERMUTE, TRANSPOSE: metadata only, nothing to compute.
+    View,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Scale,
+    Sqr,
+    Sqrt,
+    /// UNARY with GGML_UNARY_OP_SILU.
+    Silu,
+    /// UNARY with GGML_UNARY_OP_GELU.
+    Gelu,
+    /// CPY, DUP and CONT: element `k` of the source to element `k` of the destination.
+    Copy,
+    Norm,
+    RmsNorm,
+    SoftMax,
+    Rope,
+    GetRows,
+    Im2col,
+    MulMat,
+    /// Every other op id (and unary ops other than SILU / GELU): never computed here.
+    Unsupported,
+}
+
+/// One node as the ops read it: its op, its destination, up to three sources and its parameters,
+/// with no revision type left.
+#[derive(Clone, Copy, Debug)]
+pub struct Node {
+    pub op: Op,
+    pub dst: Raw,
+    pub src: [Option<Raw>; 3],
+    pub params: [i32; 16],
+    /// The float order of the revision's ggml-cpu where revisions differ (`R::CPU_ORDER`): the
+    /// kernels follow it to stay bit-identical to the ggml-cpu they run beside.
+    pub order: CpuOrder,
+    /// The host ggml-cpu's Q8_K quantizer, which the K-quant products quantize their
+    /// activations with (see [`HostQ8K`]); `None` without ggml-cpu.
+    pub q8k: Option<HostQ8K>,
+}
+
+impl Node {
+    /// Source `i` (present: `supports` checked it before `compute` runs).
+    pub fn src(&self, i: usize) -> Raw {
+        self.src[i].expect("source checked by supports")
+    }
+
+    /// The f32 parameter stored in `params[i]`.
+    pub fn param_f32(&self, i: usize) -> f32 {
+        f32::from_bits(self.params[i] as u32)
+    }
+}

@@ -1,0 +1,90 @@
+//! A ggml node of revision `R` as the kernels read it ([`Node`], [`Op`], [`Raw`]): the one place
+//! where the SIMD backend reads op ids, which ggml revisions number differently (`R::OPS`), and
+//! picks the revision's float order and host quantizer; past this module nothing is typed by
+//! the revision.
+
+use super::op::{Node, Op};
+use super::view::Raw;
+use crate::abi::{vtable::obj, OpIds, Rev, Tensor, UNARY_GELU, UNARY_SILU};
+
+/// The op of node `t` under revision `R`'s numbering.
+pub fn op<R: Rev>(t: &Tensor<R>) -> Op {
+    op_from_ids(&R::OPS, t.op, t.op_params[0])
+}
+
+/// [`op`] over a revision's id table; `unary` is `op_params[0]` (read for UNARY only).
+pub fn op_from_ids(o: &OpIds, id: i32, unary: i32) -> Op {
+    let table = [
+        (o.none, Op::None),
+        (o.view, Op::View),
+        (o.reshape, Op::View),
+        (o.permute, Op::View),
+        (o.transpose, Op::View),
+        (o.add, Op::Add),
+        (o.sub, Op::Sub),
+        (o.mul, Op::Mul),
+        (o.div, Op::Div),
+        (o.scale, Op::Scale),
+        (o.sqr, Op::Sqr),
+        (o.sqrt, Op::Sqrt),
+        (o.cpy, Op::Copy),
+        (o.dup, Op::Copy),
+        (o.cont, Op::Copy),
+        (o.norm, Op::Norm),
+        (o.rms_norm, Op::RmsNorm),
+        (o.soft_max, Op::SoftMax),
+        (o.rope, Op::Rope),
+        (o.get_rows, Op::GetRows),
+        (o.im2col, Op::Im2col),
+        (o.mul_mat, Op::MulMat),
+    ];
+    if id == o.unary {
+        return match unary {
+            UNARY_SILU => Op::Silu,
+            UNARY_GELU => Op::Gelu,
+            _ => Op::Unsupported,
+        };
+    }
+    table.iter().find(|(i, _)| *i == id).map_or(Op::Unsupported, |&(_, op)| op)
+}
+
+/// Tensor `t`'s data, shape and strides.
+pub fn raw<R: Rev>(t: &Tensor<R>) -> Raw {
+    Raw { data: t.data as *mut u8, ne: t.ne.map(|n| n.max(0) as usize), nb: t.nb, ty: t.type_ }
+}
+
+/// Node `t` with its sources, parameters, the revision's float order and (for products, the only
+/// nodes that read it) the host's Q8_K quantizer.
+pub fn node<R: Rev>(t: &Tensor<R>) -> Node {
+    let mut params = [0; 16];
+    let n = params.len().min(t.op_params.len());
+    params[..n].copy_from_slice(&t.op_params[..n]);
+    let op = op(t);
+    let q8k = if op == Op::MulMat { crate::host::host_q8k::<R>() } else { None };
+    Node { op, dst: raw(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{Lm, Wsp};
+
+    /// Both revisions' tables translate to the same ops, and ids they do not name (a newer
+    /// revision's ops) are declined rather than misread.
+    #[test]
+    fn translation_is_revision_free() {
+        for o in [&Lm::OPS, &Wsp::OPS] {
+            assert_eq!(op_from_ids(o, o.mul_mat, 0), Op::MulMat);
+            assert_eq!(op_from_ids(o, o.cont, 0), Op::Copy);
+            assert_eq!(op_from_ids(o, o.transpose, 0), Op::View);
+            assert_eq!(op_from_ids(o, o.unary, UNARY_SILU), Op::Silu);
+            assert_eq!(op_from_ids(o, o.unary, UNARY_GELU), Op::Gelu);
+            assert_eq!(op_from_ids(o, o.unary, 0), Op::Unsupported);
+            assert_eq!(op_from_ids(o, 101, 0), Op::Unsupported);
+            assert_eq!(op_from_ids(o, -1, 0), Op::Unsupported);
+        }
+        // the two revisions number ops differently; the translation hides it
+        assert_ne!(Lm::OPS.rope, Wsp::OPS.rope);
+        assert_eq!(op_from_ids(&Lm::OPS, Lm::OPS.rope, 0), op_from_ids(&Wsp::OPS, Wsp::OPS.rope, 0));
+    }
+}
