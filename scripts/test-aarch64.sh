@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The SIMD tests (the kernels' crate and the library's SIMD backend) cross-compiled for aarch64 and run under qemu-user, twice: on qemu's
-# "max" CPU (dot product and FP16 arithmetic: the `sdot` and half-precision F16 kernels run) and on
-# a Cortex-A53 (Armv8.0, neither: the base-NEON integer kernels and f32 F16 products run).
+# The SIMD tests (the kernels' crate and the library's SIMD backend) cross-compiled for aarch64
+# and run under qemu-user, twice: on qemu's "max" CPU (dot product and FP16 arithmetic: the `sdot`
+# and half-precision F16 kernels run) and on a Cortex-A53 (Armv8.0, neither: the base-NEON integer
+# kernels and f32 F16 products run).
 # scripts/test.sh runs it on x86_64 machines. If the toolchain cannot be installed (no network
 # to the Rust or Debian servers) it says SKIPPED and exits 0, unless GGML_RS_AARCH64_REQUIRED=1.
 #   JOBS      (default: 2)      cargo build jobs

@@ -140,8 +140,7 @@ pub struct CoreFns<R: Rev> {
     pub meta_buffer_set_usage: Option<unsafe extern "C" fn(*mut Buffer<R>, BufferUsage)>,
 }
 
-/// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`.
-pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
+pub use ggml_rs_kernels::FromFloat;
 
 #[cfg(feature = "simd")]
 pub use ggml_rs_kernels::quant::HostQ8K;

@@ -14,6 +14,10 @@
 pub mod order;
 pub use order::CpuOrder;
 
+/// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`, a quantizer of
+/// the host's ggml-cpu (the library reads them from its type traits; [`quant::HostQ8K`] calls one).
+pub type FromFloat = unsafe extern "C" fn(*const f32, *mut std::ffi::c_void, i64);
+
 #[cfg(feature = "compute")]
 pub mod affinity;
 #[cfg(feature = "compute")]

@@ -26,4 +26,3 @@ impl CpuOrder {
     /// The revisions before 2026 (llama.rn 0.4.4, whisper.rn 0.4.3).
     pub const BEFORE_2026: CpuOrder = CpuOrder { norm_vec_sums: false, rope_rotate_pairs: false, q6k_offset_per_subblock: false };
 }
-

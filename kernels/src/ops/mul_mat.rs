@@ -1,5 +1,5 @@
 //! MUL_MAT over ggml tensors: `dst[.., j, i] = a[.., i, :] . b[.., j, :]`, with `a` (the weights)
-//! broadcast over `b`'s batch dimensions. The kernels are in `simd::matmul`: dot products over
+//! broadcast over `b`'s batch dimensions. The kernels are in `matmul`: dot products over
 //! quantized activations for small batches, dequantized tiles + sgemm for large ones. Work is
 //! split into chunks of weight rows x activation rows inside every batch (`batch_blocks`).
 //! Decoding's products of one weight matrix and one activation row are `streamed`.

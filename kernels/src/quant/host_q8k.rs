@@ -1,5 +1,6 @@
 //! The host's own Q8_K quantizer, when one is linked.
 
+use crate::FromFloat;
 use std::ffi::c_void;
 
 /// The host ggml-cpu's own quantizer of activations to Q8_K (`quantize_row_q8_K`), or `None`
@@ -9,9 +10,6 @@ use std::ffi::c_void;
 /// Rust rounding matches every host build.
 #[derive(Clone, Copy, Debug)]
 pub struct HostQ8K(FromFloat);
-
-/// ggml's `ggml_from_float_t`: `void (*)(const float * x, void * y, int64_t k)`.
-pub type FromFloat = unsafe extern "C" fn(*const f32, *mut c_void, i64);
 
 impl HostQ8K {
     /// # Safety
@@ -28,4 +26,3 @@ impl HostQ8K {
         unsafe { (self.0)(src.as_ptr(), dst.as_mut_ptr() as *mut c_void, src.len() as i64) }
     }
 }
-

@@ -9,7 +9,7 @@
 //! build weights from have ggml's reference quantizer too (byte-identical where ggml's C leaves
 //! no rounding to the compiler); the K-quant weights' quantizers are not ported (the tests use
 //! random super-blocks). Q4_0, Q4_1, Q8_0 and F16 have AVX2 conversions besides; `*_at(level, ..)`
-//! lets tests pick the level. The ISA kernels of the products are in `simd::matmul`.
+//! lets tests pick the level. The ISA kernels of the products are in `matmul`.
 
 pub mod f16;
 pub mod host_q8k;
