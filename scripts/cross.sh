@@ -107,11 +107,12 @@ build() {
     if [ "${CROSS_STD_SIZE:-0}" = 1 ]; then
         # std built for size: without its backtrace symbolizer (the panic hook then prints no
         # symbolized backtrace; catching is unchanged), core/alloc's small algorithms, opt-level z
-        # for every dependency but the SIMD kernels' matrixmultiply
+        # for every dependency (matrixmultiply keeps Cargo.toml's opt-level 3: a package's own
+        # override wins over "*")
         rustup component list --installed | grep '^rust-src' >/dev/null || rustup component add rust-src
         env+=(RUSTC_BOOTSTRAP=1 CARGO_TARGET_DIR=target/build-std-size)
         std=(-Zbuild-std=std,panic_unwind -Zbuild-std-features=panic-unwind,optimize_for_size
-             --config "profile.$profile.package.\"*\".opt-level=\"z\"" --config "profile.$profile.package.matrixmultiply.opt-level=3")
+             --config "profile.$profile.package.\"*\".opt-level=\"z\"")
         out=target/build-std-size
     fi
     if [[ "$t" == *-android ]]; then
