@@ -41,6 +41,19 @@ pub enum SimdLevel {
     Neon,
 }
 
+impl SimdLevel {
+    /// The level's name as logs and the SIMD device's description print it (the same words as
+    /// `Debug`, which the phone builds compile to nothing: `-Zfmt-debug=none`, scripts/cross.sh).
+    pub fn name(self) -> &'static str {
+        match self {
+            SimdLevel::Portable => "Portable",
+            SimdLevel::Avx2 => "Avx2",
+            SimdLevel::Avx512 => "Avx512",
+            SimdLevel::Neon => "Neon",
+        }
+    }
+}
+
 /// Best level the hardware supports, ignoring the environment override.
 pub fn hardware_level() -> SimdLevel {
     static HW: OnceLock<SimdLevel> = OnceLock::new();

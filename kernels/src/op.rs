@@ -41,6 +41,36 @@ pub enum Op {
     Unsupported,
 }
 
+impl Op {
+    /// The op's name as logs print it and `GGML_RS_FAULT_SIMD_ORDER` names a kind of node: the
+    /// same words as `Debug`, which the phone builds compile to nothing (`-Zfmt-debug=none`,
+    /// scripts/cross.sh).
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::None => "None",
+            Op::View => "View",
+            Op::Add => "Add",
+            Op::Sub => "Sub",
+            Op::Mul => "Mul",
+            Op::Div => "Div",
+            Op::Scale => "Scale",
+            Op::Sqr => "Sqr",
+            Op::Sqrt => "Sqrt",
+            Op::Silu => "Silu",
+            Op::Gelu => "Gelu",
+            Op::Copy => "Copy",
+            Op::Norm => "Norm",
+            Op::RmsNorm => "RmsNorm",
+            Op::SoftMax => "SoftMax",
+            Op::Rope => "Rope",
+            Op::GetRows => "GetRows",
+            Op::Im2col => "Im2col",
+            Op::MulMat => "MulMat",
+            Op::Unsupported => "Unsupported",
+        }
+    }
+}
+
 /// One node as the ops read it: its op, its destination, up to three sources and its parameters,
 /// with no revision type left.
 #[derive(Clone, Copy, Debug)]
@@ -66,5 +96,26 @@ impl Node {
     /// The f32 parameter stored in `params[i]`.
     pub fn param_f32(&self, i: usize) -> f32 {
         f32::from_bits(self.params[i] as u32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Op;
+    use crate::cpu_features::SimdLevel;
+
+    /// `name` answers what `Debug` prints (the fault-injection names and the logs rely on it).
+    #[test]
+    fn names_match_debug() {
+        let ops = [
+            Op::None, Op::View, Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Scale, Op::Sqr, Op::Sqrt, Op::Silu, Op::Gelu,
+            Op::Copy, Op::Norm, Op::RmsNorm, Op::SoftMax, Op::Rope, Op::GetRows, Op::Im2col, Op::MulMat, Op::Unsupported,
+        ];
+        for op in ops {
+            assert_eq!(op.name(), format!("{:?}", op));
+        }
+        for level in [SimdLevel::Portable, SimdLevel::Avx2, SimdLevel::Avx512, SimdLevel::Neon] {
+            assert_eq!(level.name(), format!("{:?}", level));
+        }
     }
 }

@@ -32,9 +32,31 @@ pub fn dump() {
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.1 .1));
     let total: Duration = rows.iter().map(|r| r.1 .1).sum();
-    eprintln!("GGML_RS_SIMD_PROFILE total {:.3} ms", total.as_secs_f64() * 1e3);
+    // nanoseconds as u64 (584 years): u128's formatting is another 0.6 KiB
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let total_ns = nanos(total).max(1);
+    eprintln!("GGML_RS_SIMD_PROFILE total {} ms", fixed(total_ns / 1_000, 3));
     for (key, (calls, t)) in rows {
-        let ms = t.as_secs_f64() * 1e3;
-        eprintln!("GGML_RS_SIMD_PROFILE {:6.2}% {:10.3} ms {:7} calls {:9.2} us/call  {}", 100.0 * ms / (total.as_secs_f64() * 1e3), ms, calls, ms * 1e3 / calls as f64, key);
+        let ns = nanos(t);
+        let share = fixed(ns.saturating_mul(10_000) / total_ns, 2);
+        let per_call = fixed(ns / 10 / calls.max(1), 2);
+        eprintln!("GGML_RS_SIMD_PROFILE {:>6}% {:>10} ms {:7} calls {:>9} us/call  {}", share, fixed(ns / 1_000, 3), calls, per_call, key);
+    }
+}
+
+/// `n` hundredths (`places` = 2) or thousandths (3) as a decimal: integer arithmetic, so that the
+/// phone builds carry no float formatting (core's flt2dec, ~9 KiB) for this debugging table.
+fn fixed(n: u64, places: u32) -> String {
+    let scale = 10u64.pow(places);
+    format!("{}.{:0width$}", n / scale, n % scale, width = places as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fixed_point() {
+        assert_eq!(super::fixed(12_345, 3), "12.345");
+        assert_eq!(super::fixed(5, 2), "0.05");
+        assert_eq!(super::fixed(100_000, 2), "1000.00");
     }
 }

@@ -85,7 +85,7 @@ impl<R: Rev> SimdStatics<R> {
             reg: Ptr(reg),
             dev: Ptr(dev),
             dev_type: AtomicI32::new(DEV_TYPE_CPU),
-            description: CString::new(format!("ggml-backend-rs SIMD CPU ({:?})", level)).unwrap_or_default(),
+            description: CString::new(format!("ggml-backend-rs SIMD CPU ({})", level.name())).unwrap_or_default(),
             set_n_threads_name: CString::new(format!("{}ggml_backend_set_n_threads", R::PREFIX)).unwrap(),
             set_abort_name: CString::new(format!("{}ggml_backend_set_abort_callback", R::PREFIX)).unwrap(),
         }

@@ -56,7 +56,7 @@ impl Kind {
             -1 => "-",
             _ => WEIGHTS.iter().find(|w| w.0 == t).map_or("?", |w| w.1),
         };
-        let op = if self.after_rms_norm { "MUL after RMS_NORM".to_string() } else { format!("{:?}", self.op) };
+        let op = if self.after_rms_norm { "MUL after RMS_NORM" } else { self.op.name() };
         let mode = if self.op == Op::Rope { format!(" mode {}", self.mode) } else { String::new() };
         format!("{}({},{}->{}){}", op, ty(self.types[0]), ty(self.types[1]), ty(self.types[2]), mode)
     }

@@ -260,7 +260,7 @@ impl<'a> DstView<'a> {
 
     /// The covered columns of activation row `j` (one of [`Self::act_rows`]).
     pub(super) fn row_mut(&mut self, j: usize) -> &mut [f32] {
-        assert!(self.acts.contains(&j), "activation row {j} outside the view's {:?}", self.acts);
+        assert!(self.acts.contains(&j), "activation row {j} outside the view's {}..{}", self.acts.start, self.acts.end);
         if self.rows.is_empty() {
             // The buffer may be empty (dangling pointer); no element to hand out.
             return &mut [];
