@@ -107,15 +107,21 @@ build() {
         # cc wants an SDK directory for -isysroot (it would ask xcrun); host.c needs nothing from it
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
-    # optimized for size but the SIMD kernels (Cargo.toml's release-small: opt-level z, one codegen
-    # unit; the kernels' crate at opt-level 3 as in release), and fat LTO: one program with std, so
-    # what only one prefix, revision or crate uses is dropped and std's generics exist once (Android,
-    # both prefixes: 938 -> 754 KiB with SIMD, 417 -> 329 without; docs/size.md). LTO is set here,
-    # not in Cargo.toml: with the manifest's crate types (rlib too) Cargo compiles for a later LTO
-    # and the static library keeps bitcode no nm can read; `cargo rustc --crate-type` below builds
-    # only the linkable kinds, each LTO'd to native code.
-    local profile=release-small
-    local lto=(--config "profile.$profile.lto=\"fat\"")
+    # Android: the phone build, fat LTO over the whole program with std (what only one prefix,
+    # revision or crate uses is dropped, std's generics exist once; both prefixes: 938 -> 737 KiB
+    # with SIMD, docs/size.md), rooted at the crate phone/ (profile `phone`: the root at opt-level 3,
+    # whose LTO pipeline the kernels need; the library's functions at z, the kernels at 3). LTO is
+    # set here, not in Cargo.toml: with the library's manifest crate types (rlib too) Cargo would
+    # compile it for a later LTO, leaving a static library with bitcode no nm reads.
+    # iOS: the library itself without LTO (Cargo.toml's release-small: opt-level z, one codegen
+    # unit; the kernels at 3 as in release): phone/ needs the library built as a dependency, which
+    # Cargo does with all its manifest crate types, and a cdylib for iOS needs Apple's linker.
+    local profile=release-small pkg=() lib=ggml_backend_rs lto=() soname=()
+    if [[ "$t" == *-android ]]; then
+        profile=phone pkg=(-p ggml-backend-rs-phone) lib=ggml_backend_rs_phone
+        lto=(--config "profile.$profile.lto=\"fat\"")
+        soname=(-- -C link-arg=-Wl,-soname,libggml_backend_rs.so)
+    fi
     [ "$v" = no-simd ] && { feat=(--no-default-features); dir="dist/$t/no-simd"; }
     local out="target"
     # (own target dir: RUSTC_BOOTSTRAP would otherwise rebuild the shared build-script deps each time)
@@ -152,14 +158,14 @@ build() {
         env+=("CARGO_TARGET_${tu^^}_LINKER=$linker")
     fi
     echo "== cargo: $t $v (std from ${STD_FROM[$t]})"
-    env "${env[@]}" cargo rustc "${std[@]}" "${lto[@]}" "${feat[@]}" --profile "$profile" --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet
+    env "${env[@]}" cargo rustc "${pkg[@]}" "${std[@]}" "${lto[@]}" "${feat[@]}" --profile "$profile" --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet "${soname[@]}"
     mkdir -p "$dir"
-    cp "$out/$t/$profile/libggml_backend_rs.a" "$dir/"
+    cp "$out/$t/$profile/lib$lib.a" "$dir/libggml_backend_rs.a"
     rm -f "$dir/libggml_backend_rs.so"
     [ -n "$how" ] || return 0
     # as an app packages it (the Android Gradle plugin strips native libraries); the unstripped
     # one stays in target/
-    "$STRIP" --strip-all "$out/$t/$profile/libggml_backend_rs.so" -o "$dir/libggml_backend_rs.so"
+    "$STRIP" --strip-all "$out/$t/$profile/lib$lib.so" -o "$dir/libggml_backend_rs.so"
     SO_STATE[$t]="$how"
 }
 # the drop-in without SIMD: for these targets (the budget is Android's; iOS on request)

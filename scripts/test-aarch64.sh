@@ -23,8 +23,8 @@ aarch64_toolchain ""
 # Build once, then run the test binaries directly under each CPU model: the kernels' crate
 # (every test, KERNEL_FILTER) and the library's (FILTER: its SIMD backend).
 KERNEL_FILTER="${KERNEL_FILTER:-}"
-cargo test --release --workspace --lib --target "$TARGET" -j "$JOBS" --no-run
-mapfile -t BINS < <(cargo test --release --workspace --lib --target "$TARGET" -j "$JOBS" --no-run --message-format=json 2>/dev/null \
+cargo test --release --workspace --exclude ggml-backend-rs-phone --lib --target "$TARGET" -j "$JOBS" --no-run
+mapfile -t BINS < <(cargo test --release --workspace --exclude ggml-backend-rs-phone --lib --target "$TARGET" -j "$JOBS" --no-run --message-format=json 2>/dev/null \
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
 ((${#BINS[@]} == 2)) || { echo "expected 2 test binaries (library, kernels), found ${#BINS[@]}" >&2; exit 1; }
 for cpu in $CPUS; do
@@ -41,4 +41,13 @@ for cpu in $CPUS; do
         GGML_RS_EXPECT_DOTPROD="$expect" GGML_RS_EXPECT_FP16="$expect" \
             qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "$bin" $filter "$@"
     done
+done
+
+# The phone build's kernels: without `neon-nodot` (phone/Cargo.toml) the integer products are
+# declined on a CPU without `sdot` and computed with it.
+KBIN="$(cargo test --release -p ggml-rs-kernels --no-default-features --features compute --lib --target "$TARGET" -j "$JOBS" \
+    --no-run --message-format=json 2>/dev/null | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')"
+for cpu in $CPUS; do
+    echo "== qemu-aarch64 -cpu $cpu, kernels without neon-nodot: $KBIN integer_products_declined"
+    qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu "$KBIN" integer_products_declined "$@"
 done

@@ -133,6 +133,13 @@ pub fn has_dotprod() -> bool {
     }
 }
 
+/// Whether the integer products (MUL_MAT of a block format) run here at `level`: everywhere but
+/// on an aarch64 CPU without `sdot` in a build without the `neon-nodot` feature (the phone build,
+/// see kernels/Cargo.toml), where they are declined to ggml-cpu.
+pub fn integer_products(level: SimdLevel) -> bool {
+    cfg!(feature = "neon-nodot") || level != SimdLevel::Neon || has_dotprod()
+}
+
 /// Environment variable that, set to `1`, keeps the x86 kernels to AVX2 + FMA + F16C even where
 /// the CPU has AVX-512 or AVX-VNNI: how the AVX2-only speed is measured on a newer machine and
 /// how both code paths are tested on one.

@@ -43,6 +43,7 @@ pub fn supports(n: &Node) -> bool {
         && d.nb[0] == 4
         && d.nb[1].is_multiple_of(4)
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], b.ne[3]]
+        && (matches!(w, WType::F16 | WType::F32) || crate::cpu_features::integer_products(simd_level()))
 }
 
 /// Rounds activation rows (of `k` values each) as ggml-cpu's vec_dot type for `w` would.
@@ -366,6 +367,33 @@ mod tests {
         let row = ne[0] / block * elem;
         assert!(std::mem::size_of_val(data) >= row * ne[1] * ne[2]);
         Raw { data: data.as_mut_ptr() as *mut u8, ne: [ne[0], ne[1], ne[2], 1], nb: [elem, row, row * ne[1], row * ne[1] * ne[2]], ty }
+    }
+
+    /// The block formats' products are declined only on an aarch64 CPU without `sdot` in a build
+    /// without the `neon-nodot` feature (scripts/test-aarch64.sh runs this on a Cortex-A53 without
+    /// it); the float products never.
+    #[test]
+    fn integer_products_declined_only_without_their_path() {
+        let declined = cfg!(target_arch = "aarch64")
+            && !cfg!(feature = "neon-nodot")
+            && simd_level() == crate::cpu_features::SimdLevel::Neon
+            && !crate::cpu_features::has_dotprod();
+        let (k, m, n) = (64, 4, 3);
+        let mut acts = vec![0f32; k * n];
+        let mut out = vec![0f32; m * n];
+        for (ty, elem, block) in [(type_id::Q4_0, 18, 32), (type_id::Q8_0, 34, 32), (type_id::F16, 2, 1), (type_id::F32, 4, 1)] {
+            let mut w = vec![0u32; k * m]; // enough bytes for F32, aligned for every format
+            let node = Node {
+                op: crate::op::Op::MulMat,
+                dst: raw(&mut out, type_id::F32, 4, 1, [m, n, 1]),
+                src: [Some(raw(&mut w, ty, elem, block, [k, m, 1])), Some(raw(&mut acts, type_id::F32, 4, 1, [k, n, 1])), None],
+                params: [0; 16],
+                order: crate::CpuOrder::BEFORE_2026,
+                q8k: None,
+            };
+            let float = ty == type_id::F16 || ty == type_id::F32;
+            assert_eq!(supports(&node), float || !declined, "type {ty}, declined {declined}");
+        }
     }
 
     /// Weights of type `ty`, `kvh` matrices of `m` rows of `k`, as bytes.

@@ -21,7 +21,10 @@ pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs,
         unsafe { tiles_sdot(w, acts, q, dst) }
     } else {
         // SAFETY: DOT = false needs nothing beyond NEON.
-        unsafe { tiles::<false>(w, acts, q, dst) }
+        #[cfg(feature = "neon-nodot")]
+        return unsafe { tiles::<false>(w, acts, q, dst) };
+        #[cfg(not(feature = "neon-nodot"))]
+        unreachable!("integer products without sdot are declined (cpu_features::integer_products)");
     }
 }
 

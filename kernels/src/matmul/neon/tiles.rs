@@ -605,7 +605,10 @@ pub(crate) fn quant_dot<F: NeonTile>(w: &[F::W], a: &[F::A], d: &[f32], s: &[f32
         unsafe { quant_dot_sdot::<F>(w, &rows) }
     } else {
         // SAFETY: DOT = false needs no extension.
-        unsafe { quant_tile::<F, false, 1, 1, _>([w], &rows, 0)[0][0] }
+        #[cfg(feature = "neon-nodot")]
+        return unsafe { quant_tile::<F, false, 1, 1, _>([w], &rows, 0)[0][0] };
+        #[cfg(not(feature = "neon-nodot"))]
+        unreachable!("integer products without sdot are declined (cpu_features::integer_products)");
     }
 }
 
