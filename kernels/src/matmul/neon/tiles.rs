@@ -511,8 +511,9 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.blocks() >= nb));
     assert!(a.blocks.len() >= a.n * nb && a.d.len() >= a.n * nb && (!F::HAS_MIN || a.s.len() >= a.n * nb));
-    // [which block of the pair][r][c]
-    let mut acc = [[[vdupq_n_f32(0.0); C]; R]; 2];
+    // [r][c] of the pair's first and second blocks
+    let mut acc0 = [[vdupq_n_f32(0.0); C]; R];
+    let mut acc1 = acc0;
     let mut summs = [[0f32; C]; R];
     // Q5_1's sums of the pairs' second blocks
     let mut summs1 = [[0f32; C]; R];
@@ -531,9 +532,13 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
         let row = &v[bb * a.n + c0..][..C];
         std::array::from_fn(|c| row[c])
     };
-    while b < pairs_end {
-        for half in 0..2 {
-            let bb = b + half;
+    // One block of the pair into its accumulators. Written out twice below rather than looped over
+    // the pair: the phone build's fat LTO re-optimizes this crate's bitcode as it was before
+    // unrolling, and left a two-trip loop with the accumulators in memory (q4_1 products counted
+    // 12-16 % more NEON instructions; docs/size.md).
+    macro_rules! block_of_pair {
+        ($bb:expr, $acc:ident) => {{
+            let bb = $bb;
             // SAFETY: (c0 + c) * nb + bb < a.n * nb <= a.blocks.len(): c0 + C <= a.n and bb < nb
             // (asserted above).
             let qa: [[int8x16_t; 2]; C] = std::array::from_fn(|c| F::acts(unsafe { a.blocks.get_unchecked((c0 + c) * nb + bb) }));
@@ -544,10 +549,14 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
                 for c in 0..C {
                     // SAFETY: DOT only when the caller guarantees dotprod.
                     let q = vcvtq_f32_s32(unsafe { block_ints::<DOT>(&p, &qa[c]) });
-                    acc[half][r][c] = mla(acc[half][r][c], q, dw * da[c]);
+                    $acc[r][c] = mla($acc[r][c], q, dw * da[c]);
                 }
             }
-        }
+        }};
+    }
+    while b < pairs_end {
+        block_of_pair!(b, acc0);
+        block_of_pair!(b + 1, acc1);
         if F::HAS_MIN && !W::MIN_SUMS {
             let (sa0, sa1) = (cols(a.s, b), cols(a.s, b + 1));
             for r in 0..R {
@@ -570,7 +579,7 @@ pub(crate) unsafe fn quant_tile<F: NeonTile, const DOT: bool, const R: usize, co
     let mut out = [[0f32; C]; R];
     for r in 0..R {
         for c in 0..C {
-            let mut sumf = vaddvq_f32(acc[0][r][c]) + vaddvq_f32(acc[1][r][c]);
+            let mut sumf = vaddvq_f32(acc0[r][c]) + vaddvq_f32(acc1[r][c]);
             if F::HAS_MIN {
                 sumf += summs[r][c];
             }
