@@ -157,7 +157,7 @@ build() {
         fi
         env+=("CARGO_TARGET_${tu^^}_LINKER=$linker")
     fi
-    echo "== cargo: $t $v (std from ${STD_FROM[$t]})"
+    echo "== cargo: $t $v (std $(std_for_size "$t" && echo "built for size" || echo "from ${STD_FROM[$t]}"), profile $profile${lto[*]:+, fat LTO})"
     env "${env[@]}" cargo rustc "${pkg[@]}" "${std[@]}" "${lto[@]}" "${feat[@]}" --profile "$profile" --lib --crate-type "$types" --target "$t" -j "$JOBS" --quiet "${soname[@]}"
     mkdir -p "$dir"
     cp "$out/$t/$profile/lib$lib.a" "$dir/libggml_backend_rs.a"
