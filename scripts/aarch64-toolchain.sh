@@ -26,19 +26,38 @@ aarch64_toolchain() {
 # (ON/OFF) adds the real hosts' drivers. Reads ROOT, JOBS and HOST_FLAGS from the caller, and
 # optionally AARCH64_FEATURES (cargo features, e.g. lm-2026,wsp-2026 for the 2026 hosts: the
 # library then goes to target/rev2026 as scripts/test-rev2026.sh's) and the array
-# AARCH64_CMAKE_ARGS (extra configure arguments, e.g. -DGGML_RS_REV2026=ON).
+# AARCH64_CMAKE_ARGS (extra configure arguments, e.g. -DGGML_RS_REV2026=ON). AARCH64_PHONE=1
+# builds the phone build instead: the root crate phone/ (ggml-backend-rs-phone, profile phone)
+# with fat LTO into target/phone, its libraries copied to target/phone/$TARGET/phone-lib under the
+# library's names, which CMake links.
 #   aarch64_build <build dir> <ON|OFF> <cmake targets...>
 aarch64_build() {
-    local dir="$1" host_tests="$2" tdir="$ROOT/target" feat=()
+    local dir="$1" host_tests="$2" tdir="$ROOT/target" feat=() libdir
     shift 2
     if [[ -n "${AARCH64_FEATURES:-}" ]]; then
         tdir="$ROOT/target/rev2026"
         feat=(--features "$AARCH64_FEATURES")
     fi
-    CARGO_TARGET_DIR="$tdir" cargo build --release --target "$TARGET" -j "$JOBS" "${feat[@]}"
+    if [[ "${AARCH64_PHONE:-0}" = 1 ]]; then
+        # The phone crate is the LTO root (opt-level 3's pipeline; the library keeps its opt-level z
+        # per function). Its features are its defaults (simd): AARCH64_FEATURES is ignored here.
+        # Explicit crate types: with the manifest's the LTO'd .a could hold bitcode. Building it
+        # also builds the library with all its manifest crate types (cdylib too: needs the linker
+        # that aarch64_toolchain exports).
+        tdir="$ROOT/target/phone" libdir="$ROOT/target/phone/$TARGET/phone-lib"
+        CARGO_TARGET_DIR="$tdir" cargo rustc -p ggml-backend-rs-phone --profile phone --lib \
+            --crate-type staticlib,cdylib --config 'profile.phone.lto="fat"' --target "$TARGET" -j "$JOBS"
+        # CMake expects the library's names (the .so for the *_shared targets)
+        mkdir -p "$libdir"
+        cp "$tdir/$TARGET/phone/libggml_backend_rs_phone.a" "$libdir/libggml_backend_rs.a"
+        cp "$tdir/$TARGET/phone/libggml_backend_rs_phone.so" "$libdir/libggml_backend_rs.so"
+    else
+        CARGO_TARGET_DIR="$tdir" cargo build --release --target "$TARGET" -j "$JOBS" "${feat[@]}"
+        libdir="$tdir/$TARGET/release"
+    fi
     cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
         -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
-        -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$tdir/$TARGET/release" \
+        -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$libdir" \
         -DGGML_RS_HOST_TESTS="$host_tests" "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS" \
         ${AARCH64_CMAKE_ARGS[@]+"${AARCH64_CMAKE_ARGS[@]}"}
     cmake --build "$dir" -j "$JOBS" --target "$@"

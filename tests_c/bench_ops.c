@@ -64,10 +64,16 @@ static void fill_random(struct G(context) * ctx) {
 }
 
 /* time of one graph compute on `be`, median over repeats, interleaved with the other backend */
-static const char * only; /* argv[3]: run just the cases whose name contains it */
+static const char * only; /* argv[3]: run just the cases whose name contains it (ending in '$': ends with it) */
 static const char * only_backend; /* GGML_RS_BENCH_ONLY */
+static int selected(const char * name) {
+    if (!only) return 1;
+    size_t n = strlen(only), l = strlen(name);
+    if (n && only[n - 1] == '$') return l >= n - 1 && strncmp(name + l - (n - 1), only, n - 1) == 0;
+    return strstr(name, only) != NULL;
+}
 static void bench(const char * name, struct G(context) * ctx, tensor_t * out) {
-    if (only && !strstr(name, only)) { G(free)(ctx); return; }
+    if (!selected(name)) { G(free)(ctx); return; }
     struct G(cgraph) * g = G(new_graph)(ctx);
     G(build_forward_expand)(g, out);
     GB(buffer_t) buf = G(backend_alloc_ctx_tensors)(ctx, cpu);

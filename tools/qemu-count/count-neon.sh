@@ -8,6 +8,9 @@
 # Each case runs on one backend alone, single-threaded (the plugin's counters are not atomic),
 # once and three times; (three - once) / 2 is one computation without the setup.
 #   usage: tools/qemu-count/count-neon.sh [case-substring...]   (default: the cases below)
+#          a case matches every name containing it ("mul_mat q5_0 2048x640 x 1" also matches
+#          "... x 128", and the count is then both); end it with '$' to match names ending with it
+#          ("mul_mat q5_0 2048x640 x 1$": that case alone)
 #   env:   BUILD_DIR (default build-aarch64), HOST_FLAGS, JOBS (default 2)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -29,9 +32,11 @@ cases=("$@")
   "mul_mat f16 KQ 1500x64 x 1500 x 2" "mul_mat f16 KQV 64x1500 x 1500 x 2"
   "rms_norm 576 x 256" "silu 1536 x 256" "soft_max_ext 256 x 256 x 9" "rope 64 x 9 x 256" "gelu 384 x 1500" "norm 384 x 1500")
 count() {  # backend repeats case -> "insns mem"
-  local f; f="$(mktemp)"
-  GGML_RS_BENCH_ONLY="$1" qemu-aarch64 -L /usr/aarch64-linux-gnu -plugin "$plugin,out=$f" \
-      "$BUILD_DIR/tests_c/bench_ops_lm" 1 "$2" "$3" >/dev/null
+  local f ran; f="$(mktemp)"
+  ran="$(GGML_RS_BENCH_ONLY="$1" qemu-aarch64 -L /usr/aarch64-linux-gnu -plugin "$plugin,out=$f" \
+      "$BUILD_DIR/tests_c/bench_ops_lm" 1 "$2" "$3" | grep '^computed ' || true)"
+  # the count is of every case the name matched: say so when that is not exactly one
+  [ "$(grep -c . <<<"$ran")" = 1 ] || echo "count-neon: '$3' matched $(grep -c . <<<"$ran") cases:" "$ran" >&2
   sed -E 's/.*insns=([0-9]+) mem=([0-9]+).*/\1 \2/' "$f"; rm -f "$f"
 }
 printf '| %-36s | %14s | %14s | %6s | %6s |\n|---|---:|---:|---:|---:|\n' "case (1 thread, one computation)" "ggml-cpu insns" "SIMD insns" "ratio" "mem ratio"
