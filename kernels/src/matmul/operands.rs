@@ -12,7 +12,9 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use crate::cpu_features::SimdLevel;
-use crate::quant::WType;
+use crate::quant::{QuantBlock, WType};
+#[cfg(doc)]
+use crate::quant::blocks_from_bytes;
 
 /// A weight matrix: `rows` rows of `k` values of type `wtype`, row `i` starting at byte
 /// `i * row_stride` of `data` (ggml's `nb[1]`, so views and padded rows work).
@@ -76,6 +78,24 @@ impl<'a> Weights<'a> {
     pub(super) fn row(&self, i: usize) -> &'a [u8] {
         let start = i * self.row_stride;
         &self.data[start..start + self.row_bytes]
+    }
+
+    /// The rows as blocks of `B` ([`blocks_from_bytes`] of every [`Self::row`]), their lengths
+    /// and alignment checked once here rather than per row: the matrix x vector kernel's per-row
+    /// checks were a fair part of its work per four rows of short (`k` = 640) rows.
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    #[inline(always)]
+    pub(super) fn block_rows<B: QuantBlock>(&self) -> BlockRows<'a, B> {
+        let (data, s, rb, rows) = (self.data, self.row_stride, self.row_bytes, self.rows);
+        let align = std::mem::align_of::<B>();
+        let fits = rows == 0 || (rows - 1).checked_mul(s).and_then(|e| e.checked_add(rb)).is_some_and(|e| e <= data.len());
+        assert!(
+            fits && rb.is_multiple_of(B::BYTES) && (data.as_ptr() as usize).is_multiple_of(align) && (rows <= 1 || s.is_multiple_of(align)),
+            "cannot view {rows} rows of {rb} bytes, stride {s} in {} bytes as {}-byte blocks (length or alignment)",
+            data.len(),
+            B::BYTES
+        );
+        BlockRows { data, stride: s, rows, blocks: rb / B::BYTES, _b: PhantomData }
     }
 
     pub(super) fn row_f32(&self, i: usize) -> &'a [f32] {
@@ -146,6 +166,32 @@ impl<'a> Acts<'a> {
     pub fn prefix(&self, k: usize) -> Acts<'a> {
         assert!(k <= self.k);
         Acts { k, ..*self }
+    }
+}
+
+/// [`Weights::block_rows`]: weight rows as blocks, a bounds check per call (NEON's matrix x
+/// vector kernel).
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+pub(super) struct BlockRows<'a, B> {
+    data: &'a [u8],
+    stride: usize,
+    rows: usize,
+    blocks: usize,
+    _b: PhantomData<&'a B>,
+}
+
+#[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+impl<'a, B: QuantBlock> BlockRows<'a, B> {
+    /// Rows `i..i + R`.
+    #[inline(always)]
+    pub(super) fn rows<const R: usize>(&self, i: usize) -> [&'a [B]; R] {
+        assert!(i < self.rows && R <= self.rows - i, "weight rows {i}..{i} + {R} of {}", self.rows);
+        std::array::from_fn(|r| {
+            // SAFETY: row i + r < rows, whose `blocks` blocks lie inside `data`, start aligned for
+            // B (the data's start and the stride are, or the row is the first) and are valid Bs
+            // for any bytes (QuantBlock): checked by `Weights::block_rows`.
+            unsafe { std::slice::from_raw_parts(self.data.as_ptr().add((i + r) * self.stride) as *const B, self.blocks) }
+        })
     }
 }
 

@@ -15,7 +15,6 @@ use super::tiles::{block_ints, NeonTile, FUSED_MLA};
 use crate::quant::f16::neon::widen4;
 use crate::matmul::acts::ActRows;
 use crate::matmul::operands::{DstView, Weights};
-use crate::quant::blocks_from_bytes;
 #[cfg(doc)]
 use crate::matmul::walk::{TileShapes, PANEL_MIN_ACTS};
 use std::arch::aarch64::*;
@@ -32,7 +31,7 @@ use std::arch::aarch64::*;
 pub(super) unsafe fn quant_matvec<F: NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let rows = dst.weight_rows();
     let r0 = rows.start;
-    let row = |i: usize| blocks_from_bytes::<F::W>(w.row(i));
+    let wr = w.block_rows::<F::W>();
     for j in dst.act_rows() {
         let pairs = activation_pairs::<F>(a, j);
         let out = dst.row_mut(j);
@@ -40,12 +39,12 @@ pub(super) unsafe fn quant_matvec<F: NeonTile, const DOT: bool>(w: &Weights<'_>,
         // SAFETY (rows_dot calls): DOT's requirement is this function's; the kernel checks
         // lengths.
         while i + 4 <= rows.end {
-            let o = unsafe { rows_dot::<F, DOT, 4>([row(i), row(i + 1), row(i + 2), row(i + 3)], a, j, &pairs) };
+            let o = unsafe { rows_dot::<F, DOT, 4>(wr.rows(i), a, j, &pairs) };
             out[i - r0..i - r0 + 4].copy_from_slice(&o);
             i += 4;
         }
         while i < rows.end {
-            out[i - r0] = unsafe { rows_dot::<F, DOT, 1>([row(i)], a, j, &pairs) }[0];
+            out[i - r0] = unsafe { rows_dot::<F, DOT, 1>(wr.rows(i), a, j, &pairs) }[0];
             i += 1;
         }
     }
@@ -89,26 +88,42 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
     let (nb, n) = (a.nb, a.n);
     assert!(w.iter().all(|r| r.len() >= nb) && j < n && a.blocks.len() >= n * nb && pairs.len() == nb / 2);
     assert!(a.d.len() >= n * nb && (!F::HAS_MIN || a.s.len() >= n * nb));
+    const { assert!(R >= 1 && R <= 4) };
     let zero = vdupq_n_f32(0.0);
-    let mut acc = [[zero; 2]; R];
+    // Per row: the pair's first and second blocks' accumulators, and the minimums' sums.
+    let mut acc0 = [zero; R];
+    let mut acc1 = [zero; R];
     let mut summs = [zero; R];
     let wp = w.map(|r| r.as_ptr());
     // SAFETY: row j's nb blocks are inside `blocks` (asserted above).
     let ap = unsafe { a.blocks.as_ptr().add(j * nb) };
+    // The rows written out (`$r` = 0..R, constants) rather than looped over: the phone build's fat
+    // LTO re-optimizes this crate's bitcode from before unrolling, and a loop over the rows (or
+    // a dynamic index into the per-row arrays) left the accumulators in memory.
+    macro_rules! each_row {
+        ($r:ident => $body:block) => {{
+            { let $r = 0usize; if $r < R $body }
+            { let $r = 1usize; if $r < R $body }
+            { let $r = 2usize; if $r < R $body }
+            { let $r = 3usize; if $r < R $body }
+        }};
+    }
     for (p, &av) in pairs.iter().enumerate() {
         let b = 2 * p;
         // SAFETY (block reads in this loop): b + 1 < nb, and every row and the activation row
         // hold nb blocks (asserted above).
         let qa = unsafe { [F::acts(&*ap.add(b)), F::acts(&*ap.add(b + 1))] };
-        for r in 0..R {
+        each_row!(r => {
             let (w0, w1) = unsafe { (&*wp[r].add(b), &*wp[r].add(b + 1)) };
+            // The integer products before the scales (the same operations): with the scales' loads
+            // and products first, both builds spilled more in Q5_0's loop (11 % more instructions).
+            // SAFETY: DOT only when the caller guarantees dotprod.
+            let (i0, i1) = unsafe { (block_ints::<DOT>(&F::quants(w0), &qa[0]), block_ints::<DOT>(&F::quants(w1), &qa[1])) };
             // [dw0, m0, dw1, m1] and their products with [da0, s0, da1, s1]
             let dm = unsafe { widen4(vreinterpret_u16_u32(vzip1_u32(head(w0 as *const F::W as *const u16), head(w1 as *const F::W as *const u16)))) };
             let scale = vmulq_f32(dm, av);
-            // SAFETY: DOT only when the caller guarantees dotprod.
-            let (i0, i1) = unsafe { (block_ints::<DOT>(&F::quants(w0), &qa[0]), block_ints::<DOT>(&F::quants(w1), &qa[1])) };
-            acc[r][0] = mla_lane::<0>(acc[r][0], vcvtq_f32_s32(i0), scale);
-            acc[r][1] = mla_lane::<2>(acc[r][1], vcvtq_f32_s32(i1), scale);
+            acc0[r] = mla_lane::<0>(acc0[r], vcvtq_f32_s32(i0), scale);
+            acc1[r] = mla_lane::<2>(acc1[r], vcvtq_f32_s32(i1), scale);
             if F::SPLIT_MIN {
                 // lanes 1 and 3: ggml's `summs0 += m0*s0`, `summs1 += m1*s1`, each fused
                 summs[r] = vfmaq_f32(summs[r], dm, av);
@@ -117,11 +132,11 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
                 // ggml's `summs += m0*s0 + m1*s1`
                 summs[r] = vaddq_f32(summs[r], vfmaq_f32(vextq_f32::<2>(scale, scale), dm, av));
             }
-        }
+        });
     }
     let mut out = [0f32; R];
-    for r in 0..R {
-        let mut sumf = vaddvq_f32(acc[r][0]) + vaddvq_f32(acc[r][1]);
+    each_row!(r => {
+        let mut sumf = vaddvq_f32(acc0[r]) + vaddvq_f32(acc1[r]);
         if F::HAS_MIN {
             sumf += vgetq_lane_f32::<1>(summs[r]);
         }
@@ -129,7 +144,7 @@ pub(super) unsafe fn rows_dot<F: NeonTile, const DOT: bool, const R: usize>(w: [
             sumf += vgetq_lane_f32::<3>(summs[r]);
         }
         out[r] = sumf;
-    }
+    });
     if nb % 2 == 1 {
         let b = nb - 1;
         let k = b * n + j;
