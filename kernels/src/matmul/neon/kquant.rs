@@ -19,11 +19,11 @@
 //! two-row path and ggml's repacked layouts, which keep these weights away from the SIMD device
 //! anyway (`docs/simd.md`).
 
-use super::tiles::block_ints;
+use super::tiles::{block_ints, dot4_base, sdot};
 use crate::matmul::acts::ActRows;
 use crate::quant::f16::fp16_to_fp32;
 use crate::quant::q8_k::BlockQ8K;
-use crate::quant::{q4_k, BlockQ4K, BlockQ5K, BlockQ6K, Format, Q4K, Q5K, Q6K};
+use crate::quant::{BlockQ4K, BlockQ5K, BlockQ6K, Format, Q4K, Q5K, Q6K};
 use std::arch::aarch64::*;
 
 /// A K-quant format as ggml-cpu's NEON `vec_dot` sees it.
@@ -55,7 +55,8 @@ unsafe fn dot32<const DOT: bool>(q: &[int8x16_t; 2], a: &[i8]) -> i32 {
 pub(crate) struct ScaleMinPrep {
     q: [[int8x16_t; 2]; 8],
     sc: [i32; 8],
-    mins: [i32; 8],
+    /// The minimums (0..=63).
+    mins: int16x8_t,
     d: f32,
     dmin: f32,
 }
@@ -75,8 +76,23 @@ fn scale_min_prep(qs: &[u8; 128], scales: &[u8; 12], d: u16, dmin: u16) -> Scale
         }
         q
     };
-    let sm: [(u8, u8); 8] = std::array::from_fn(|s| q4_k::scale_min(s, scales));
-    ScaleMinPrep { q, sc: sm.map(|x| x.0 as i32), mins: sm.map(|x| x.1 as i32), d: fp16_to_fp32(d), dmin: fp16_to_fp32(dmin) }
+    // the eight 6-bit scales and minimums (`crate::quant::q4_k::scale_min`) as ggml unpacks them, in 32-bit
+    // words: written per value, the phone build's LTO vectorized the unpacking less well
+    let u = |i: usize| u32::from_le_bytes([scales[4 * i], scales[4 * i + 1], scales[4 * i + 2], scales[4 * i + 3]]);
+    let (u0, u1, u2) = (u(0), u(1), u(2));
+    const KMASK1: u32 = 0x3f3f_3f3f;
+    const KMASK2: u32 = 0x0f0f_0f0f;
+    const KMASK3: u32 = 0x0303_0303;
+    let sc = [(u0 & KMASK1).to_le_bytes(), ((u2 & KMASK2) | (((u0 >> 6) & KMASK3) << 4)).to_le_bytes()];
+    let mins = u64::from(u1 & KMASK1) | u64::from(((u2 >> 4) & KMASK2) | (((u1 >> 6) & KMASK3) << 4)) << 32;
+    ScaleMinPrep {
+        q,
+        sc: std::array::from_fn(|k| sc[k / 4][k % 4] as i32),
+        // SAFETY: NEON intrinsics (aarch64 baseline).
+        mins: unsafe { vreinterpretq_s16_u16(vmovl_u8(vcreate_u8(mins))) },
+        d: fp16_to_fp32(d),
+        dmin: fp16_to_fp32(dmin),
+    }
 }
 
 /// A super-block's exact totals: `P` (the minimums times the pairs of 16-value sums) and `S`
@@ -86,7 +102,13 @@ fn scale_min_prep(qs: &[u8; 128], scales: &[u8; 12], d: u16, dmin: u16) -> Scale
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
 unsafe fn scale_min_totals<const DOT: bool>(p: &ScaleMinPrep, a: &BlockQ8K) -> (i32, i32) {
-    let prod: i32 = (0..8).map(|k| p.mins[k] * (a.bsums[2 * k] as i32 + a.bsums[2 * k + 1] as i32)).sum();
+    // the pairs of 16-value sums (each at most 2 * 16 * 128 in magnitude: exact in 16 bits) times
+    // the minimums, in vectors as ggml: written per value, the phone build's LTO left it scalar
+    // SAFETY: NEON intrinsics; the loads read the 16 `bsums`.
+    let prod = unsafe {
+        let pairs = vpaddq_s16(vld1q_s16(a.bsums.as_ptr()), vld1q_s16(a.bsums.as_ptr().add(8)));
+        vaddvq_s32(vaddq_s32(vmull_s16(vget_low_s16(p.mins), vget_low_s16(pairs)), vmull_high_s16(p.mins, pairs)))
+    };
     let mut s = 0i32;
     for k in 0..8 {
         // SAFETY: DOT passed on from this function's contract.
@@ -209,10 +231,13 @@ impl NeonKTile for Q6K {
 #[inline(always)]
 unsafe fn dot16<const DOT: bool>(w: int8x16_t, a: int8x16_t) -> int32x4_t {
     // SAFETY: NEON intrinsics; DOT passed on from this function's contract.
+    // (one `sdot`: through block_ints with a zero second pair, the asm `sdot` of the zeros stayed)
     unsafe {
-        let zero = vdupq_n_s8(0);
-        // block_ints adds the products of its two halves: the second pair contributes zero
-        block_ints::<DOT>(&[w, zero], &[a, zero])
+        if DOT {
+            sdot(vdupq_n_s32(0), w, a)
+        } else {
+            dot4_base(w, a)
+        }
     }
 }
 
@@ -226,12 +251,27 @@ pub(crate) unsafe fn k_tile<F: NeonKTile, const DOT: bool, const R: usize, const
     let nb = a.nb;
     assert!(c0 + C <= a.n && w.iter().all(|r| r.len() >= nb) && a.blocks.len() >= a.n * nb);
     let mut out = [[0f32; C]; R];
+    if C == 1 {
+        // one activation row (decoding): the rows sliced to exactly nb blocks once, so that no
+        // index below needs a check
+        let w: [&[F::W]; R] = w.map(|r| &r[..nb]);
+        let act = &a.blocks[c0 * nb..][..nb];
+        for b in 0..nb {
+            for r in 0..R {
+                // SAFETY: DOT passed on from this function's contract.
+                out[r][0] = unsafe { F::step::<DOT>(out[r][0], &F::prep(&w[r][b]), &act[b]) };
+            }
+        }
+        return out;
+    }
     for b in 0..nb {
         for r in 0..R {
             let p = F::prep(&w[r][b]);
             for c in 0..C {
                 // SAFETY: DOT passed on from this function's contract.
-                out[r][c] = unsafe { F::step::<DOT>(out[r][c], &p, &a.blocks[(c0 + c) * nb + b]) };
+                // (c0 + c) * nb + b < a.n * nb <= a.blocks.len(), asserted above: unchecked, as
+                // the phone build's LTO kept the check inside this loop
+                out[r][c] = unsafe { F::step::<DOT>(out[r][c], &p, a.blocks.get_unchecked((c0 + c) * nb + b)) };
             }
         }
     }

@@ -84,7 +84,7 @@ pub(crate) fn load_i8x32(b: &[i8; 32]) -> [int8x16_t; 2] {
 /// The CPU must have the dot product extension ([`crate::cpu_features::has_dotprod`]).
 #[inline]
 #[target_feature(enable = "dotprod")]
-unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+pub(super) unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
     let mut r = acc;
     // SAFETY: reads and writes only the named vector registers; the caller guarantees the
     // instruction exists.
@@ -98,7 +98,7 @@ unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
 /// The same lane sums as [`sdot`] from base NEON: 8 widening products per half, adjacent pairs
 /// added, then adjacent pairs of those (bytes 4i..4i+4 end up in lane i). Exact: |a*b| <= 2^14.
 #[inline(always)]
-fn dot4_base(a: int8x16_t, b: int8x16_t) -> int32x4_t {
+pub(super) fn dot4_base(a: int8x16_t, b: int8x16_t) -> int32x4_t {
     // SAFETY (this and every other NEON intrinsic call in this module): NEON is part of the
     // aarch64 baseline; the intrinsics are `unsafe` only for being `#[target_feature]` functions.
     unsafe {
