@@ -108,8 +108,8 @@ build() {
         *-ios) env+=("SDKROOT=$WORK/empty-sdk" "IPHONEOS_DEPLOYMENT_TARGET=$IOS_MIN") ;;
     esac
     # Android: the phone build, fat LTO over the whole program with std (what only one prefix,
-    # revision or crate uses is dropped, std's generics exist once; both prefixes: 938 -> 737 KiB
-    # with SIMD, docs/size.md), rooted at the crate phone/ (profile `phone`: the root at opt-level 3,
+    # revision or crate uses is dropped, std's generics exist once; docs/size.md has what each
+    # step saves), rooted at the crate phone/ (profile `phone`: the root at opt-level 3,
     # whose LTO pipeline the kernels need; the library's functions at z, the kernels at 3). LTO is
     # set here, not in Cargo.toml: with the library's manifest crate types (rlib too) Cargo would
     # compile it for a later LTO, leaving a static library with bitcode no nm reads.
