@@ -194,6 +194,9 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     m.insert("op.rope".into(), R::OPS.rope as i64 as u64);
     m.insert("op.im2col".into(), R::OPS.im2col as i64 as u64);
     m.insert("op.unary".into(), R::OPS.unary as i64 as u64);
+    m.insert("op.flash_attn_ext".into(), R::OPS.flash_attn_ext as i64 as u64);
+    m.insert("op.set_rows".into(), R::OPS.set_rows as i64 as u64);
+    m.insert("op.glu".into(), R::OPS.glu as i64 as u64);
     let inplace = if size_of::<R::Buffer2d>() > 0 { "inplace26" } else { "inplace" };
     for (k, &op) in R::INPLACE_OPS.iter().enumerate() {
         m.insert(format!("{}.{}", inplace, k), op as i64 as u64);

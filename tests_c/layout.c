@@ -198,6 +198,14 @@ int main(void) {
     VAL("op.rope", E(OP_ROPE));
     VAL("op.im2col", E(OP_IM2COL));
     VAL("op.unary", E(OP_UNARY));
+    VAL("op.flash_attn_ext", E(OP_FLASH_ATTN_EXT));
+#if defined(LAYOUT_WSP) || defined(LAYOUT_REV2026)
+    VAL("op.set_rows", E(OP_SET_ROWS));
+    VAL("op.glu", E(OP_GLU));
+#else
+    VAL("op.set_rows", -1);
+    VAL("op.glu", -1);
+#endif
 #if !defined(LAYOUT_REV2026)
     /* ggml-alloc.c's ggml_op_can_inplace, in the order of src/abi/{lm,wsp}.rs INPLACE_OPS */
     {

@@ -3,7 +3,7 @@
 //! ggml revisions number `enum ggml_op` differently (and later ones add ops); the library
 //! translates a node's op id once, from its revision's table (`simd::node` there), and every
 //! kernel matches on [`Op`]. An id the table does not name becomes [`Op::Unsupported`], which
-//! `supports` declines, so a newer revision's ops (SET_ROWS, GLU, FLASH_ATTN_EXT, ...) fall to
+//! `supports` declines, so a newer revision's ops fall to
 //! ggml-cpu instead of being misread as one of ours.
 
 use super::view::Raw;
@@ -37,6 +37,13 @@ pub enum Op {
     GetRows,
     Im2col,
     MulMat,
+    /// SET_ROWS: rows of F32 written into rows of the destination's type at I32/I64 indices (the
+    /// 2026 KV cache stores).
+    SetRows,
+    /// GLU (SwiGLU, GeGLU, ...: which one is `op_params[0]`, halves swapped is `op_params[1]`).
+    Glu,
+    /// FLASH_ATTN_EXT: attention with an online softmax over K/V blocks.
+    FlashAttnExt,
     /// Every other op id (and unary ops other than SILU / GELU): never computed here.
     Unsupported,
 }
@@ -66,6 +73,9 @@ impl Op {
             Op::GetRows => "GetRows",
             Op::Im2col => "Im2col",
             Op::MulMat => "MulMat",
+            Op::SetRows => "SetRows",
+            Op::Glu => "Glu",
+            Op::FlashAttnExt => "FlashAttnExt",
             Op::Unsupported => "Unsupported",
         }
     }
@@ -109,7 +119,7 @@ mod tests {
     fn names_match_debug() {
         let ops = [
             Op::None, Op::View, Op::Add, Op::Sub, Op::Mul, Op::Div, Op::Scale, Op::Sqr, Op::Sqrt, Op::Silu, Op::Gelu,
-            Op::Copy, Op::Norm, Op::RmsNorm, Op::SoftMax, Op::Rope, Op::GetRows, Op::Im2col, Op::MulMat, Op::Unsupported,
+            Op::Copy, Op::Norm, Op::RmsNorm, Op::SoftMax, Op::Rope, Op::GetRows, Op::Im2col, Op::MulMat, Op::SetRows, Op::Glu, Op::FlashAttnExt, Op::Unsupported,
         ];
         for op in ops {
             assert_eq!(op.name(), format!("{:?}", op));

@@ -38,6 +38,9 @@ impl Rev for Lm {
         rope: 44,
         im2col: 48,
         unary: 69,
+        set_rows: -1,
+        glu: -1,
+        flash_attn_ext: 60,
     };
     const SCHED_PASS1_SKIPS_VIEWS: bool = true;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = false;

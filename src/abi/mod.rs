@@ -95,6 +95,10 @@ pub struct OpIds {
     pub rope: i32,
     pub im2col: i32,
     pub unary: i32,
+    /// -1 where the revision has no such op (the 2024 lm one has no SET_ROWS, no GLU).
+    pub set_rows: i32,
+    pub glu: i32,
+    pub flash_attn_ext: i32,
 }
 
 /// `enum ggml_unary_op` (same in both revisions for the entries used).

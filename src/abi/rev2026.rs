@@ -51,6 +51,9 @@ const OPS_2026: OpIds = OpIds {
     rope: 48,
     im2col: 52,
     unary: 91,
+    set_rows: 42,
+    glu: 100,
+    flash_attn_ext: 74,
 };
 
 /// The items where ggml v0.20.0 (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4,

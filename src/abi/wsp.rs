@@ -38,6 +38,9 @@ impl Rev for Wsp {
         rope: 46,
         im2col: 50,
         unary: 77,
+        set_rows: 40,
+        glu: 85,
+        flash_attn_ext: 66,
     };
     const SCHED_PASS1_SKIPS_VIEWS: bool = false;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;

@@ -37,7 +37,14 @@ pub fn op_from_ids(o: &OpIds, id: i32, unary: i32) -> Op {
         (o.get_rows, Op::GetRows),
         (o.im2col, Op::Im2col),
         (o.mul_mat, Op::MulMat),
+        (o.set_rows, Op::SetRows),
+        (o.glu, Op::Glu),
+        (o.flash_attn_ext, Op::FlashAttnExt),
     ];
+    if id < 0 {
+        // (a revision without an op has -1 in its slot)
+        return Op::Unsupported;
+    }
     if id == o.unary {
         return match unary {
             UNARY_SILU => Op::Silu,

@@ -7,11 +7,14 @@
 
 pub mod binary;
 pub mod copy;
+pub mod flash_attn;
 pub mod get_rows;
+pub mod glu;
 pub mod im2col;
 pub mod mul_mat;
 pub mod norm;
 pub mod rope;
+pub mod set_rows;
 pub mod softmax;
 pub mod unary;
 
