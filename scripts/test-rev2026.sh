@@ -7,7 +7,8 @@
 # --bounded (what scripts/test.sh runs by default, ~15 min cold on 2 cores): the same configure,
 # but only the real hosts of the three packages (SmolLM2 on cui-llama.rn 1.12.2 and llama.rn
 # 0.12.9, whisper.rn 0.7.4's transcript: stock twice, then static and shared bitwise equal to it),
-# bad_input and the fuzz corpus replay are built (CMake target rev2026_bounded) and run; plus the
+# bad_input, the fuzz corpus replay and the SIMD op suite (simd_ops_{lm,wsp}_static) are built (CMake
+# target rev2026_bounded) and run; plus the
 # quantized models (tests_c/hosts/quantized_models.cmake): Gemma 3 270M Q4_K_M on cui-llama.rn
 # 1.12.2 (stock, identical, SIMD) and whisper base q5_1 / q8_0 on whisper.rn 0.7.4 (the same three).
 # Until the library has the 2026 features only the stock hosts are built and checked (each stock
@@ -43,7 +44,7 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026
 if [[ "$scope" == bounded ]]; then
   cmake --build "$BUILD_DIR" -j "$JOBS" --target rev2026_bounded
   ctest --test-dir "$BUILD_DIR" --output-on-failure \
-    -R '^(host_(cui|lm12)_llama_(stock|identical)|host_wsp7_whisper_(stock|identical)|bad_input_(lm|wsp)_(static|shared)|fuzz_replay_(lm|wsp)|host_cui_gemma_(stock|identical|simd)|quantize_whisper_base|host_wsp7_whisper_base_q(5_1|8_0)_(stock|identical|simd))$'
+    -R '^(host_(cui|lm12)_llama_(stock|identical)|host_wsp7_whisper_(stock|identical)|bad_input_(lm|wsp)_(static|shared)|fuzz_replay_(lm|wsp)|simd_ops_(lm|wsp)_static|host_cui_gemma_(stock|identical|simd)|quantize_whisper_base|host_wsp7_whisper_base_q(5_1|8_0)_(stock|identical|simd))$'
 else
   cmake --build "$BUILD_DIR" -j "$JOBS"
   ctest --test-dir "$BUILD_DIR" --output-on-failure
