@@ -88,6 +88,17 @@ HOST_SYMBOLS(wsp_, DECLARE_WEAK)
 HOST_SYMBOLS(, DECLARE_WEAK)
 #endif
 
+/* Data: the float model every host file that includes our ggml-backend.h reports into
+   (cbindgen/ggml-backend.h.in); NULL when the host was compiled with its own headers. */
+extern int lm_ggml_rs_host_float_model __attribute__((weak));
+extern int wsp_ggml_rs_host_float_model __attribute__((weak));
+HIDDEN const int * ggml_rs_host_float_model_lm(void) { return &lm_ggml_rs_host_float_model; }
+HIDDEN const int * ggml_rs_host_float_model_wsp(void) { return &wsp_ggml_rs_host_float_model; }
+#ifdef GGML_RS_UNPREFIXED
+extern int ggml_rs_host_float_model __attribute__((weak));
+HIDDEN const int * ggml_rs_host_float_model_ggml(void) { return &ggml_rs_host_float_model; }
+#endif
+
 extern void lm_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
 extern void wsp_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
 

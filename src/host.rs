@@ -286,3 +286,60 @@ pub fn meta_buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage)
         }
     }
 }
+
+#[cfg(feature = "simd")]
+/// How the host's ggml was compiled, as every host file that includes our `ggml-backend.h`
+/// reports it at start-up into one weak variable (cbindgen/ggml-backend.h.in): whether ggml-cpu
+/// may have been compiled with its float operations reordered, which the SIMD backend cannot
+/// reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FloatModel {
+    /// a host file was compiled with a fast-math macro defined (`__FAST_MATH__`, GCC's
+    /// `__ASSOCIATIVE_MATH__` / `__RECIPROCAL_MATH__`)
+    pub fast_math_macro: bool,
+    /// a host file's compiler folded `(x + y) - y` to `x` (clang's `-ffast-math
+    /// -fno-finite-math-only` defines no macro)
+    pub reassociates: bool,
+    /// the variable exists: the host includes our header (compiled with its own, it has none)
+    pub probed: bool,
+}
+
+#[cfg(feature = "simd")]
+impl FloatModel {
+    pub fn fast_math(&self) -> bool {
+        self.fast_math_macro || self.reassociates
+    }
+
+    fn of(p: *const i32) -> FloatModel {
+        if p.is_null() {
+            return FloatModel::default();
+        }
+        // SAFETY: a non-NULL address is our header's `int <p>ggml_rs_host_float_model`, written
+        // only by the host files' constructors, which ran when they were loaded.
+        let bits = unsafe { p.read_volatile() };
+        FloatModel { fast_math_macro: bits & 1 != 0, reassociates: bits & 2 != 0, probed: true }
+    }
+}
+
+#[cfg(feature = "simd")]
+extern "C" {
+    fn ggml_rs_host_float_model_lm() -> *const i32;
+    fn ggml_rs_host_float_model_wsp() -> *const i32;
+}
+
+#[cfg(feature = "simd")]
+/// The float model of revision `R`'s host, read once.
+pub fn float_model<R: Rev>() -> FloatModel {
+    static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+    *FOUND.get::<R, _>(|| {
+        let p = match R::PREFIX {
+            // SAFETY: the shim's accessor returns the address of a weak variable (NULL if absent).
+            "lm_" => unsafe { ggml_rs_host_float_model_lm() },
+            #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
+            "" => crate::host_ggml::float_model(),
+            // SAFETY: as above.
+            _ => unsafe { ggml_rs_host_float_model_wsp() },
+        };
+        FloatModel::of(p)
+    })
+}

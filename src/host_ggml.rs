@@ -6,6 +6,15 @@ use std::ffi::{c_char, c_void, CString};
 extern "C" {
     fn ggml_rs_host_sym_ggml(name: *const c_char) -> *mut c_void;
     fn ggml_rs_log_ggml(level: i32, msg: *const c_char) -> i32;
+    #[cfg(feature = "simd")]
+    fn ggml_rs_host_float_model_ggml() -> *const i32;
+}
+
+#[cfg(feature = "simd")]
+/// The address of the host's float-model variable (`crate::host::FloatModel`), NULL if absent.
+pub fn float_model() -> *const i32 {
+    // SAFETY: the shim's accessor returns the address of a weak variable (NULL if absent).
+    unsafe { ggml_rs_host_float_model_ggml() }
 }
 
 pub fn sym(name: &str) -> *mut c_void {

@@ -155,6 +155,11 @@ impl<R: Rev> HostGraph<R> {
     }
 
     /// The bytes of every output, in the order they were made outputs.
+    /// The outputs' types, in the order of [`output_bytes`](Self::output_bytes).
+    pub fn output_types(&self) -> Vec<i32> {
+        self.outputs.iter().map(|&t| obj(t).map_or(-1, |t| t.type_)).collect()
+    }
+
     pub fn output_bytes(&self) -> Vec<Vec<u8>> {
         self.outputs
             .iter()

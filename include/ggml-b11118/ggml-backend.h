@@ -185,6 +185,31 @@ static void (* const ggml_rs_link_anchors[])(void) __attribute__((used, unused))
 };
 #endif
 
+/*
+ * The host's floating-point model. The SIMD backend gives ggml-cpu's answers bit for bit only
+ * where the host's ggml-cpu keeps the float order of its C; fast math (-ffast-math, clang's
+ * -ffp-model=fast) lets the compiler reorder it, and nothing in ggml says so. So every host file
+ * that includes this header reports, at start-up, how it was compiled into one shared weak
+ * variable: bit 0 when a fast-math macro is defined (__FAST_MATH__, GCC's __ASSOCIATIVE_MATH__ /
+ * __RECIPROCAL_MATH__), bit 1 when its compiler folds `(x + y) - y` to `x` (clang's
+ * -ffast-math -fno-finite-math-only and -ffp-model=fast -fno-finite-math-only define no macro).
+ * One such file, ggml-cpu's or another, is enough. The library reads the variable to choose the
+ * SIMD backend's contract (docs/simd.md); define GGML_RS_NO_FLOAT_MODEL to leave it out.
+ */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(GGML_RS_NO_FLOAT_MODEL)
+extern int ggml_rs_host_float_model;
+__attribute__((weak, visibility("default"))) int ggml_rs_host_float_model = 0;
+__attribute__((constructor, used)) static void ggml_rs_float_model_report(void) {
+    volatile float x = 0.5f, y = 16777216.0f; /* 0.5 + 2^24 rounds to 2^24 */
+    float a = x, b = y;
+    int bits = (a + b) - b == a ? 2 : 0;
+#if defined(__FAST_MATH__) || defined(__ASSOCIATIVE_MATH__) || defined(__RECIPROCAL_MATH__)
+    bits |= 1;
+#endif
+    ggml_rs_host_float_model |= bits;
+}
+#endif
+
 #ifdef __cplusplus
 }
 #endif

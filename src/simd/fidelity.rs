@@ -1,22 +1,31 @@
-//! Whether the host's ggml-cpu computes each kind of node in the float order the SIMD kernels
-//! follow, found out once per revision by computing small graphs both ways, so that SIMD declines
-//! a kind rather than give other answers than stock.
+//! Which promise the SIMD backend keeps on this host (its contract), and the check behind it:
+//! whether the host's ggml-cpu computes each kind of node in the float order the SIMD kernels
+//! follow, found out once per revision by computing small graphs both ways.
 //!
 //! The kernels follow ggml-cpu as the packages compile it with the default floating-point model.
-//! A host build may order its float operations otherwise, and no symbol says so: clang's
-//! `-ffp-model=fast` (the 2026 packages' arm64 flags) reassociates and contracts ggml-cpu's C
-//! (RMS_NORM's products, the activations' quantization, the products' sums), and an i8mm ggml-cpu
-//! multiplies some formats two rows at a time (`nrows = 2` in its type traits, read directly).
-//! So the first time SIMD is asked what it supports, every kind below runs on a small graph, built
-//! by the host's own op constructors, on the host's ggml-cpu and on SIMD's kernels; a kind whose
-//! outputs differ in one bit stays with ggml-cpu for the life of the process, and one log line
-//! says which. A node of a kind no graph here covers (other types) is declined when a covered
-//! kind of the same op differed. A difference only rare inputs show (a double sum rounding to
-//! float across a boundary) can escape the check.
+//! A host build may order its float operations otherwise: clang's `-ffp-model=fast` (the 2026
+//! packages' arm64 flags) and `-ffast-math` (cui-llama.rn's x86 flags) reassociate and contract
+//! ggml-cpu's C (RMS_NORM's products, the activations' quantization, the products' sums), and an
+//! i8mm ggml-cpu multiplies some formats two rows at a time (`nrows = 2` in its type traits, read
+//! directly). Random probes cannot prove that such a build orders every float as ours (a
+//! fast-math product drifted from stock's after 41 generated tokens while every probe matched),
+//! so the contract follows from how the host was compiled, which our header reports
+//! deterministically (`host::float_model`: a marker in every file compiled with a fast-math macro,
+//! a reassociation probe in every file):
 //!
-//! `GGML_RS_SIMD_EXACT=0` skips it (SIMD takes every node it implements, even where this host's
-//! float order differs), and so does `GGML_RS_SIMD_SGEMM=1`, which already trades stock's exact
-//! answers for speed; `GGML_RS_FAULT_SIMD_ORDER=<names>` makes the named kinds differ (tests).
+//! * **exact** (a host compiled without fast math, or `GGML_RS_SIMD_EXACT=1`): bit-identical to
+//!   ggml-cpu; a kind whose outputs differ in one bit stays with ggml-cpu for the life of the
+//!   process (decline rather than differ);
+//! * **bounded** (a host compiled with fast math): bit-identity cannot be known, so SIMD promises
+//!   what ggml promises between any two backends: each kind within `test-backend-ops`' error bound
+//!   of ggml-cpu (NMSE; [`bound`]); a kind beyond it stays with ggml-cpu;
+//! * **unchecked** (`GGML_RS_SIMD_EXACT=0`, or `GGML_RS_SIMD_SGEMM=1`, which already trades exact
+//!   answers for speed): SIMD takes every node it implements.
+//!
+//! One Info log line says which contract is in force and what the check found. A node of a kind
+//! no graph here covers (other types) is declined when a covered kind of the same op was. A
+//! difference only rare inputs show (a double sum rounding to float across a boundary) can escape
+//! the check. `GGML_RS_FAULT_SIMD_ORDER=<names>` makes the named kinds differ (tests).
 
 use super::{exec, node};
 use super::op::{Node, Op};
@@ -62,10 +71,71 @@ impl Kind {
     }
 }
 
+/// The promise SIMD keeps on a host (see the module's doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Contract {
+    /// bit-identical to the host's ggml-cpu, kind by kind
+    #[default]
+    Exact,
+    /// each kind within `test-backend-ops`' error bound of the host's ggml-cpu (fast-math hosts)
+    Bounded,
+    /// no check
+    Unchecked,
+}
+
+/// What `GGML_RS_SIMD_EXACT` asks for: unset picks the contract from the host's float model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asked {
+    Auto,
+    Exact,
+    Off,
+}
+
+static ASKED: once_cell::sync::Lazy<Asked> = once_cell::sync::Lazy::new(|| {
+    if super::matmul::sgemm_forced() {
+        return Asked::Off;
+    }
+    match std::env::var("GGML_RS_SIMD_EXACT").as_deref() {
+        Ok("0") => Asked::Off,
+        Ok("1") => Asked::Exact,
+        _ => Asked::Auto,
+    }
+});
+
+/// The contract for a host with float model `m`, as asked.
+fn contract_for(asked: Asked, m: &crate::host::FloatModel) -> Contract {
+    match asked {
+        Asked::Off => Contract::Unchecked,
+        Asked::Exact => Contract::Exact,
+        Asked::Auto if m.fast_math() => Contract::Bounded,
+        Asked::Auto => Contract::Exact,
+    }
+}
+
+/// `test-backend-ops`' error bound (NMSE against the CPU backend) for a kind of op: what ggml
+/// accepts between any two of its backends (tests/test-backend-ops.cpp of ggml 0.20: `max_nmse_err`).
+fn bound(op: Op) -> f64 {
+    match op {
+        Op::MulMat | Op::FlashAttnExt => 5e-4,
+        Op::SoftMax => 1e-6,
+        _ => 1e-7,
+    }
+}
+
+/// How SIMD's outputs compare with ggml-cpu's for one kind.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Outcome {
+    Identical,
+    /// differ, by this NMSE
+    Differ(f64),
+}
+
 /// The outcome of the check for one revision.
 #[derive(Default)]
 struct Verdicts {
+    contract: Contract,
     checked: Vec<Kind>,
+    /// kinds left to ggml-cpu
     differ: Vec<Kind>,
 }
 
@@ -85,18 +155,24 @@ impl Verdicts {
 
 static VERDICTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 
-static ENABLED: once_cell::sync::Lazy<bool> =
-    once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_EXACT").map_or(true, |v| v != "0") && !super::matmul::sgemm_forced());
-
 /// Whether SIMD leaves node `t` (read as `n`) to ggml-cpu because this host's ggml-cpu computes
-/// its kind in another float order. Runs the check on first use.
+/// its kind otherwise than the contract allows. Runs the check on first use.
 pub fn declines<R: Rev>(t: &Tensor<R>, n: &Node) -> bool {
-    *ENABLED && VERDICTS.get::<R, _>(check::<R>).declines(&Kind::of(t, n))
+    *ASKED != Asked::Off && VERDICTS.get::<R, _>(check::<R>).declines(&Kind::of(t, n))
+}
+
+/// The contract in force for revision `R`'s host (runs the check on first use).
+pub fn contract<R: Rev>() -> Contract {
+    if *ASKED == Asked::Off {
+        return Contract::Unchecked;
+    }
+    VERDICTS.get::<R, _>(check::<R>).contract
 }
 
 /// Runs every graph of [`cases`] both ways and logs the outcome.
 fn check<R: Rev>() -> Verdicts {
-    let mut v = Verdicts::default();
+    let model = crate::host::float_model::<R>();
+    let mut v = Verdicts { contract: contract_for(*ASKED, &model), ..Verdicts::default() };
     let Some(cpu) = HostCpu::<R>::new() else {
         // no ggml-cpu: SIMD is the host's CPU backend, nothing to be identical to
         return v;
@@ -104,41 +180,85 @@ fn check<R: Rev>() -> Verdicts {
     let pool = Pool::new(1);
     let session = pool.session();
     let faults: Vec<String> = std::env::var("GGML_RS_FAULT_SIMD_ORDER").map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()).unwrap_or_default();
-    let mut reasons = Vec::new();
+    let mut declined = Vec::new();
+    let mut within = Vec::new();
     for case in cases() {
         let Some(g) = build::<R>(&case) else { continue };
         // the kind is the last node's (an output, made last)
         let Some(kind) = g.nodes().last().and_then(|&t| obj(t)).map(|t| Kind::of(t, &node::node(t))) else { continue };
+        // an i8mm ggml-cpu multiplies two rows at a time: another order, known without computing
         let two_rows = matches!(case, Case::MulMat(..)) && crate::host::traits_cpu::<R>(case.weight()).is_some_and(|t| t.nrows > 1);
-        let same = if two_rows {
-            Some(false)
+        let outcome = if two_rows && v.contract == Contract::Exact {
+            Some(Outcome::Differ(f64::NAN))
         } else {
             compare(&g, &cpu, &session, faults.iter().any(|f| kind.name().contains(f.as_str())))
         };
-        let Some(same) = same else { continue };
+        let Some(outcome) = outcome else { continue };
         v.checked.push(kind);
-        if !same {
-            v.differ.push(kind);
-            reasons.push(format!("{}{}", kind.name(), if two_rows { " (two rows at a time)" } else { "" }));
+        let why = if two_rows { " (two rows at a time)" } else { "" };
+        match outcome {
+            Outcome::Identical => {}
+            Outcome::Differ(e) if v.contract == Contract::Bounded && e <= bound(kind.op) => within.push(format!("{}{} {}", kind.name(), why, nmse_text(e))),
+            Outcome::Differ(e) => {
+                v.differ.push(kind);
+                let e = if v.contract == Contract::Bounded { format!(" {} > {:e}", nmse_text(e), bound(kind.op)) } else { String::new() };
+                declined.push(format!("{}{}{}", kind.name(), why, e));
+            }
         }
     }
-    let msg = if reasons.is_empty() {
-        format!("SIMD: {} kinds of node computed on small graphs by SIMD and by this host's ggml-cpu: all bit-identical", v.checked.len())
-    } else {
-        format!(
-            "SIMD: this host's ggml-cpu computes {} of {} kinds of node in another float order (its compiler flags); they stay with ggml-cpu: {}",
-            reasons.len(),
-            v.checked.len(),
-            reasons.join(", ")
-        )
-    };
-    crate::host::log::<R>(LogLevel::Info, &msg);
+    crate::host::log::<R>(LogLevel::Info, &summary(v.contract, &model, v.checked.len(), &within, &declined));
     v
 }
 
-/// Computes `g`'s nodes with SIMD's kernels, then the graph on ggml-cpu; whether the outputs are
-/// bit-identical (`None`: a node SIMD would not take, or ggml-cpu failed; nothing learnt).
-fn compare<R: Rev>(g: &HostGraph<R>, cpu: &HostCpu<R>, s: &super::pool::Session, fault: bool) -> Option<bool> {
+/// The check's one log line: the contract in force and why, then what the graphs found.
+fn summary(contract: Contract, model: &crate::host::FloatModel, checked: usize, within: &[String], declined: &[String]) -> String {
+    let fast = match (model.fast_math_macro, model.reassociates) {
+        (true, true) => "compiled with fast math (a fast-math macro, and its compiler reassociates floats)",
+        (true, false) => "compiled with fast math (a fast-math macro in a host file)",
+        (false, true) => "compiled with fast math (its compiler reassociates floats)",
+        (false, false) => "compiled without fast math",
+    };
+    let found = if declined.is_empty() && within.is_empty() {
+        format!("{} kinds of node computed on small graphs by SIMD and by this host's ggml-cpu: all bit-identical", checked)
+    } else if contract == Contract::Bounded {
+        format!(
+            "{} kinds of node computed on small graphs by SIMD and by this host's ggml-cpu: {} bit-identical, {} within bounds{}{}; {} stay with ggml-cpu{}{}",
+            checked,
+            checked - within.len() - declined.len(),
+            within.len(),
+            if within.is_empty() { "" } else { ": " },
+            within.join(", "),
+            declined.len(),
+            if declined.is_empty() { "" } else { ": " },
+            declined.join(", ")
+        )
+    } else {
+        format!(
+            "this host's ggml-cpu computes {} of {} kinds of node in another float order (its compiler flags); they stay with ggml-cpu: {}",
+            declined.len(),
+            checked,
+            declined.join(", ")
+        )
+    };
+    let contract = match contract {
+        Contract::Bounded => format!(
+            "within ggml's error bounds of ggml-cpu (host {}: bit-identity cannot be known; GGML_RS_SIMD_EXACT=1 keeps it)",
+            fast
+        ),
+        _ if model.fast_math() => format!("bit-identical to ggml-cpu (GGML_RS_SIMD_EXACT=1; host {})", fast),
+        _ if !model.probed => "bit-identical to ggml-cpu (host compiled with its own headers: float model unknown)".to_string(),
+        _ => format!("bit-identical to ggml-cpu (host {})", fast),
+    };
+    format!("SIMD: contract: {}. {}", contract, found)
+}
+
+fn nmse_text(e: f64) -> String {
+    format!("NMSE {:.2e}", e)
+}
+
+/// Computes `g`'s nodes with SIMD's kernels, then the graph on ggml-cpu; how the outputs compare
+/// (`None`: a node SIMD would not take, or ggml-cpu failed; nothing learnt).
+fn compare<R: Rev>(g: &HostGraph<R>, cpu: &HostCpu<R>, s: &super::pool::Session, fault: bool) -> Option<Outcome> {
     for &t in g.nodes() {
         if !exec::compute_unchecked(s, obj(t)?)? {
             return None;
@@ -150,7 +270,44 @@ fn compare<R: Rev>(g: &HostGraph<R>, cpu: &HostCpu<R>, s: &super::pool::Session,
             *b ^= 1;
         }
     }
-    cpu.compute(g).then(|| ours == g.output_bytes())
+    if !cpu.compute(g) {
+        return None;
+    }
+    let theirs = g.output_bytes();
+    if ours == theirs {
+        return Some(Outcome::Identical);
+    }
+    Some(Outcome::Differ(nmse(&g.output_types(), &theirs, &ours)))
+}
+
+/// `test-backend-ops`' NMSE of `b` against the reference `a` over every output (F32 or F16);
+/// infinite for outputs of another type, which have no bound.
+fn nmse(types: &[i32], a: &[Vec<u8>], b: &[Vec<u8>]) -> f64 {
+    let (mut err, mut norm) = (0f64, 0f64);
+    for ((&ty, a), b) in types.iter().zip(a).zip(b) {
+        let (fa, fb) = match ty {
+            F32 => (floats(a, 4, |c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])), floats(b, 4, |c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))),
+            F16 => {
+                let h = |c: &[u8]| ggml_rs_kernels::quant::f16::fp16_to_fp32(u16::from_le_bytes([c[0], c[1]]));
+                (floats(a, 2, h), floats(b, 2, h))
+            }
+            _ => return f64::INFINITY,
+        };
+        for (x, y) in fa.into_iter().zip(fb) {
+            err += (x as f64 - y as f64).powi(2);
+            norm += (x as f64).powi(2);
+        }
+    }
+    // NaN (a NaN output, or 0 / 0) fails every bound
+    if norm == 0.0 && err == 0.0 {
+        0.0
+    } else {
+        err / norm
+    }
+}
+
+fn floats(bytes: &[u8], size: usize, f: impl Fn(&[u8]) -> f32) -> Vec<f32> {
+    bytes.chunks_exact(size).map(f).collect()
 }
 
 /// One small graph: which op, over which types.
@@ -341,7 +498,7 @@ mod tests {
     fn declines_what_differed() {
         let q5 = kind(Op::MulMat, [6, F32, F32], false);
         let q4 = kind(Op::MulMat, [2, F32, F32], false);
-        let v = Verdicts { checked: vec![q5, q4], differ: vec![q5] };
+        let v = Verdicts { checked: vec![q5, q4], differ: vec![q5], ..Verdicts::default() };
         assert!(v.declines(&q5));
         assert!(!v.declines(&q4));
         assert!(v.declines(&kind(Op::MulMat, [6, F16, F32], false)), "unchecked types of an op that differed");
@@ -350,7 +507,7 @@ mod tests {
         let fused = kind(Op::Mul, [F32, F32, F32], true);
         let rms = kind(Op::RmsNorm, [F32, -1, F32], false);
         let mul = kind(Op::Mul, [F32, F32, F32], false);
-        let v = Verdicts { checked: vec![fused, rms, mul], differ: vec![fused] };
+        let v = Verdicts { checked: vec![fused, rms, mul], differ: vec![fused], ..Verdicts::default() };
         assert!(v.declines(&fused) && v.declines(&rms));
         assert!(!v.declines(&mul), "a MUL of other sources is not the fused pair");
         assert!(!Verdicts::default().declines(&q5));
@@ -367,6 +524,43 @@ mod tests {
         let q = |x: f32, id: f32| (x * id).round_ties_even();
         assert_ne!(q(b[1], id), q(b[1], 127.0f32 / amax));
         assert_ne!(q(b[2], id), q(b[2], 1.0f32 / (amax * (1.0 / 127.0))));
+    }
+
+    /// The contract follows the host's float model unless GGML_RS_SIMD_EXACT says otherwise.
+    #[test]
+    fn contract_follows_the_float_model() {
+        use crate::host::FloatModel;
+        let plain = FloatModel { probed: true, ..FloatModel::default() };
+        let gcc_fast = FloatModel { fast_math_macro: true, reassociates: false, probed: true };
+        let clang_fast = FloatModel { fast_math_macro: false, reassociates: true, probed: true };
+        assert_eq!(contract_for(Asked::Auto, &plain), Contract::Exact);
+        assert_eq!(contract_for(Asked::Auto, &FloatModel::default()), Contract::Exact, "own headers: unknown, exact");
+        assert_eq!(contract_for(Asked::Auto, &gcc_fast), Contract::Bounded);
+        assert_eq!(contract_for(Asked::Auto, &clang_fast), Contract::Bounded);
+        assert_eq!(contract_for(Asked::Exact, &gcc_fast), Contract::Exact);
+        assert_eq!(contract_for(Asked::Off, &plain), Contract::Unchecked);
+        let line = summary(Contract::Bounded, &gcc_fast, 43, &["MulMat(q4_1,f32->f32) NMSE 1.00e-12".into()], &[]);
+        assert!(line.starts_with("SIMD: contract: within ggml's error bounds"), "{line}");
+        assert!(line.contains("42 bit-identical, 1 within bounds: MulMat(q4_1,f32->f32)"), "{line}");
+        let line = summary(Contract::Exact, &plain, 43, &[], &[]);
+        assert!(line.contains("contract: bit-identical to ggml-cpu (host compiled without fast math)"), "{line}");
+        assert!(line.contains("43 kinds of node computed on small graphs by SIMD and by this host's ggml-cpu: all bit-identical"), "{line}");
+    }
+
+    /// test-backend-ops' NMSE over F32 and F16 outputs; other types have no bound.
+    #[test]
+    fn nmse_as_test_backend_ops() {
+        let f = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let a = f(&[1.0, 2.0, -2.0]);
+        assert_eq!(nmse(&[F32], &[a.clone()], &[a.clone()]), 0.0);
+        let b = f(&[1.0, 2.0, -2.5]);
+        assert!((nmse(&[F32], &[a.clone()], &[b]) - 0.25 / 9.0).abs() < 1e-12);
+        let h = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        // 1.0 and 1.0009765625 (one f16 ulp)
+        let e = nmse(&[F16], &[h(&[0x3c00])], &[h(&[0x3c01])]);
+        assert!((e - 2f64.powi(-20)).abs() < 1e-15, "{e}");
+        assert!(nmse(&[I32], &[vec![0; 4]], &[vec![1, 0, 0, 0]]).is_infinite());
+        assert!(nmse(&[F32], &[f(&[f32::NAN])], &[f(&[1.0])]).is_nan());
     }
 
     #[test]
