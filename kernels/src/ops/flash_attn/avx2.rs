@@ -287,15 +287,44 @@ impl TileBuf {
     }
 }
 
-/// `C[m x n] += A[m x k] * B[k x n]` (row-major, leading dimensions given) as `simd_gemm`
-/// computes each element: `c = fma(b[kk][j], a[i][kk], c)` for kk in order, from C's value.
-/// Blocked 4 rows x 16 columns here (ggml: 6 x 16); every element keeps its own chain, so the
-/// blocking changes no bit. `n` is a multiple of 8.
+/// A row-major f32 matrix: its first element and row stride.
+#[derive(Clone, Copy)]
+struct Mat {
+    p: *mut f32,
+    ld: usize,
+}
+
+impl Mat {
+    /// A matrix only read.
+    fn of(s: &[f32], ld: usize) -> Mat {
+        Mat { p: s.as_ptr() as *mut f32, ld }
+    }
+
+    /// A matrix written (C).
+    fn of_mut(s: &mut [f32], ld: usize) -> Mat {
+        Mat { p: s.as_mut_ptr(), ld }
+    }
+
+    /// The block from row `i`, column `j`.
+    ///
+    /// # Safety
+    /// (i, j) lies inside the matrix.
+    unsafe fn at(self, i: usize, j: usize) -> Mat {
+        // SAFETY: in bounds by the contract.
+        Mat { p: unsafe { self.p.add(i * self.ld + j) }, ld: self.ld }
+    }
+}
+
+/// `C[m x n] += A[m x k] * B[k x n]` as `simd_gemm` computes each element:
+/// `c = fma(b[kk][j], a[i][kk], c)` for kk in order, from C's value. Blocked 4 rows x 16
+/// columns here (ggml: 6 x 16); every element keeps its own chain, so the blocking changes no
+/// bit. `n` is a multiple of 8.
 ///
 /// # Safety
-/// AVX2/FMA; the three matrices hold the elements their dimensions and strides address.
+/// AVX2/FMA; the three matrices hold the elements their dimensions and strides address; C is
+/// written (made by [`Mat::of_mut`]), A and B only read.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm(c: *mut f32, ldc: usize, a: *const f32, lda: usize, b: *const f32, ldb: usize, m: usize, k: usize, n: usize) {
+unsafe fn gemm(c: Mat, a: Mat, b: Mat, m: usize, k: usize, n: usize) {
     debug_assert!(n.is_multiple_of(8));
     let mut i = 0;
     while i < m {
@@ -305,12 +334,12 @@ unsafe fn gemm(c: *mut f32, ldc: usize, a: *const f32, lda: usize, b: *const f32
             let cols = if n - j >= 16 { 16 } else { 8 };
             // SAFETY: rows i..i + rows < m, columns j..j + cols <= n, as the contract allows.
             unsafe {
-                let (cp, ap, bp) = (c.add(i * ldc + j), a.add(i * lda), b.add(j));
+                let (cb, ab, bb) = (c.at(i, j), a.at(i, 0), b.at(0, j));
                 match (rows, cols) {
-                    (4, 16) => ukernel::<4, 2>(cp, ldc, ap, lda, bp, ldb, k),
-                    (4, _) => ukernel::<4, 1>(cp, ldc, ap, lda, bp, ldb, k),
-                    (_, 16) => ukernel::<1, 2>(cp, ldc, ap, lda, bp, ldb, k),
-                    _ => ukernel::<1, 1>(cp, ldc, ap, lda, bp, ldb, k),
+                    (4, 16) => ukernel::<4, 2>(cb, ab, bb, k),
+                    (4, _) => ukernel::<4, 1>(cb, ab, bb, k),
+                    (_, 16) => ukernel::<1, 2>(cb, ab, bb, k),
+                    _ => ukernel::<1, 1>(cb, ab, bb, k),
                 }
             }
             j += cols;
@@ -323,22 +352,22 @@ unsafe fn gemm(c: *mut f32, ldc: usize, a: *const f32, lda: usize, b: *const f32
 /// As [`gemm`], for an `RM x 8RN` block.
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn ukernel<const RM: usize, const RN: usize>(c: *mut f32, ldc: usize, a: *const f32, lda: usize, b: *const f32, ldb: usize, k: usize) {
+unsafe fn ukernel<const RM: usize, const RN: usize>(c: Mat, a: Mat, b: Mat, k: usize) {
     // SAFETY (every access): inside the block the caller vouches for.
     unsafe {
         let mut acc = [[_mm256_setzero_ps(); RN]; RM];
         for i in 0..RM {
             for r in 0..RN {
-                acc[i][r] = _mm256_loadu_ps(c.add(i * ldc + 8 * r));
+                acc[i][r] = _mm256_loadu_ps(c.p.add(i * c.ld + 8 * r));
             }
         }
         for kk in 0..k {
             let mut bv = [_mm256_setzero_ps(); RN];
             for r in 0..RN {
-                bv[r] = _mm256_loadu_ps(b.add(kk * ldb + 8 * r));
+                bv[r] = _mm256_loadu_ps(b.p.add(kk * b.ld + 8 * r));
             }
             for i in 0..RM {
-                let p = _mm256_set1_ps(*a.add(i * lda + kk));
+                let p = _mm256_set1_ps(*a.p.add(i * a.ld + kk));
                 for r in 0..RN {
                     acc[i][r] = _mm256_fmadd_ps(bv[r], p, acc[i][r]);
                 }
@@ -346,7 +375,7 @@ unsafe fn ukernel<const RM: usize, const RN: usize>(c: *mut f32, ldc: usize, a: 
         }
         for i in 0..RM {
             for r in 0..RN {
-                _mm256_storeu_ps(c.add(i * ldc + 8 * r), acc[i][r]);
+                _mm256_storeu_ps(c.p.add(i * c.ld + 8 * r), acc[i][r]);
             }
         }
     }
@@ -442,8 +471,9 @@ pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
         }
         let kq = &mut t.kq[..rows * KV_TILE];
         kq.fill(0.0);
-        // SAFETY: kq is rows x 64, q rows x dk, kt dk x 64; AVX2 by this function's contract.
-        unsafe { gemm(kq.as_mut_ptr(), KV_TILE, t.q.as_ptr(), dk, t.kt.as_ptr(), KV_TILE, rows, dk, KV_TILE) };
+        // SAFETY: kq is rows x 64 (held mutably here), q rows x dk, kt dk x 64; AVX2 by this
+        // function's contract.
+        unsafe { gemm(Mat::of_mut(kq, KV_TILE), Mat::of(&t.q, dk), Mat::of(&t.kt, KV_TILE), rows, dk, KV_TILE) };
         scale_f32(kq, a.scale);
         if kv < KV_TILE {
             for tq in 0..rows {
@@ -492,8 +522,9 @@ pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
                 kq[tq * KV_TILE..(tq + 1) * KV_TILE].fill(0.0);
             }
         }
-        // SAFETY: vkq is rows x dv, kq rows x 64, v32 64 x dv; AVX2 by the contract.
-        unsafe { gemm(t.vkq.as_mut_ptr(), dv, kq.as_ptr(), KV_TILE, t.v32.as_ptr(), dv, rows, KV_TILE, dv) };
+        // SAFETY: vkq is rows x dv (held mutably: t is &mut), kq rows x 64, v32 64 x dv; AVX2 by
+        // the contract.
+        unsafe { gemm(Mat::of_mut(&mut t.vkq, dv), Mat::of(kq, KV_TILE), Mat::of(&t.v32, dv), rows, KV_TILE, dv) };
         ic += KV_TILE;
     }
     for tq in 0..rows {

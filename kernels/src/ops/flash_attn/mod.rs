@@ -195,19 +195,27 @@ impl Attn {
 /// cache: waking the pool costs more).
 const SERIAL_WORK: usize = 1 << 16;
 
-/// Runs `f(item)` for items `0..n`, handed out one at a time to the pool's threads (or all on the
-/// calling thread when `work` is small).
-fn for_items(s: &Session, n: usize, work: usize, f: impl Fn(usize) + Sync) -> bool {
+/// Runs `f(buffers, item)` for items `0..n`, handed out one at a time to the pool's threads (or
+/// all on the calling thread when `work` is small); each thread makes its buffers with `init`
+/// once, at its first item.
+fn for_items<B>(s: &Session, n: usize, work: usize, init: impl Fn() -> B + Sync, f: impl Fn(&mut B, usize) + Sync) -> bool {
     if work < SERIAL_WORK || n < 2 || s.n_threads() < 2 {
-        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (0..n).for_each(&f))).is_ok();
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut b = init();
+            (0..n).for_each(|i| f(&mut b, i))
+        }))
+        .is_ok();
     }
     let next = AtomicUsize::new(0);
-    s.run(&|_, _| loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= n {
-            break;
+    s.run(&|_, _| {
+        let mut b: Option<B> = None;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            if i >= n {
+                break;
+            }
+            f(b.get_or_insert_with(&init), i);
         }
-        f(i);
     })
 }
 
@@ -215,13 +223,12 @@ fn for_items(s: &Session, n: usize, work: usize, f: impl Fn(usize) + Sync) -> bo
 #[cfg(target_arch = "x86_64")]
 fn one_chunk(s: &Session, a: &Attn) -> bool {
     let work = a.rows() * a.nkv * (a.dk + a.dv);
-    for_items(s, a.rows(), work, |ir| {
-        let mut buf = avx2::RowBuf::new(a);
+    for_items(s, a.rows(), work, || avx2::RowBuf::new(a), |buf, ir| {
         let idx = a.row_index(ir);
         // SAFETY: compute runs only where supports saw the AVX2 / AVX-512 level (AVX2, FMA, F16C).
-        let (_, sum) = unsafe { avx2::one_row(a, idx, 0..a.nkv, &mut buf) };
+        let (_, sum) = unsafe { avx2::one_row(a, idx, 0..a.nkv, buf) };
         // SAFETY: as above.
-        unsafe { avx2::finish_row(&buf, sum, a.dst_row(idx)) };
+        unsafe { avx2::finish_row(buf, sum, a.dst_row(idx)) };
     })
 }
 
@@ -233,7 +240,7 @@ fn split_kv(s: &Session, a: &Attn, nth: usize) -> bool {
     let stride = 2 + a.dv;
     let partials: Vec<AtomicF32Cell> = (0..a.nh * nth * stride).map(|_| AtomicF32Cell::default()).collect();
     let work = a.nh * a.nkv * (a.dk + a.dv);
-    let ok = for_items(s, a.nh * nth, work, |item| {
+    let ok = for_items(s, a.nh * nth, work, || avx2::RowBuf::new(a), |buf, item| {
         let (h, c) = (item / nth, item % nth);
         let (lo, hi) = ((c * chunk).min(a.nkv), ((c + 1) * chunk).min(a.nkv));
         let p = &partials[item * stride..(item + 1) * stride];
@@ -242,9 +249,8 @@ fn split_kv(s: &Session, a: &Attn, nth: usize) -> bool {
             p[1].set(0.0);
             return;
         }
-        let mut buf = avx2::RowBuf::new(a);
         // SAFETY: AVX2/FMA/F16C as in one_chunk.
-        let (m, sum) = unsafe { avx2::one_row(a, (0, h, 0), lo..hi, &mut buf) };
+        let (m, sum) = unsafe { avx2::one_row(a, (0, h, 0), lo..hi, buf) };
         p[0].set(m);
         p[1].set(sum);
         for (d, x) in p[2..].iter().zip(buf.vkq32()) {
@@ -319,18 +325,17 @@ fn tiled(s: &Session, a: &Attn, nth: usize) -> bool {
     let nr = a.rows();
     let (nchunk, dr) = row_chunks(nr, nth);
     let work = nr * a.nkv * (a.dk + a.dv);
-    for_items(s, nchunk, work, |c| {
+    for_items(s, nchunk, work, || avx2::TileBuf::new(a), |t, c| {
         let (ir0, ir1) = ((dr * c).min(nr), (dr * c + dr).min(nr));
         if ir0 >= ir1 {
             return;
         }
-        let mut t = avx2::TileBuf::new(a);
         let mut ir = ir0;
         while ir < ir1 {
             let (i1, _, _) = a.row_index(ir);
             let rows = Q_TILE.min(ir1 - ir).min(a.nq - i1);
             // SAFETY: AVX2/FMA/F16C as in one_chunk.
-            unsafe { avx2::tile(a, ir, rows, &mut t) };
+            unsafe { avx2::tile(a, ir, rows, t) };
             ir += rows;
         }
     })
