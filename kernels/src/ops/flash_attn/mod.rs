@@ -26,6 +26,9 @@
 //! the 2024 revisions, other levels (ggml's NEON/scalar orders are not reproduced), F32 or
 //! quantized K/V, ALiBi, softcap, sinks.
 
+// Only x86 computes these nodes; elsewhere `supports` declines them and the machinery sits idle.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
 use super::Session;
 use crate::cpu_features::{is_x86, simd_level};
 use crate::op::Node;
