@@ -81,13 +81,14 @@ impl Op {
     }
 }
 
-/// One node as the ops read it: its op, its destination, up to three sources and its parameters,
+/// One node as the ops read it: its op, its destination, up to five sources and its parameters,
 /// with no revision type left.
 #[derive(Clone, Copy, Debug)]
 pub struct Node {
     pub op: Op,
     pub dst: Raw,
-    pub src: [Option<Raw>; 3],
+    /// ggml's `src[0..5]` (FLASH_ATTN_EXT reads five: q, k, v, mask, sinks).
+    pub src: [Option<Raw>; 5],
     pub params: [i32; 16],
     /// The float order of the revision's ggml-cpu where revisions differ (`R::CPU_ORDER`): the
     /// kernels follow it to stay bit-identical to the ggml-cpu they run beside.

@@ -68,7 +68,7 @@ pub fn node<R: Rev>(t: &Tensor<R>) -> Node {
     params[..n].copy_from_slice(&t.op_params[..n]);
     let op = op(t);
     let q8k = if op == Op::MulMat { crate::host::host_q8k::<R>() } else { None };
-    Node { op, dst: raw(t), src: [0, 1, 2].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k }
+    Node { op, dst: raw(t), src: [0, 1, 2, 3, 4].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k }
 }
 
 #[cfg(test)]

@@ -386,7 +386,7 @@ mod tests {
             let node = Node {
                 op: crate::op::Op::MulMat,
                 dst: raw(&mut out, type_id::F32, 4, 1, [m, n, 1]),
-                src: [Some(raw(&mut w, ty, elem, block, [k, m, 1])), Some(raw(&mut acts, type_id::F32, 4, 1, [k, n, 1])), None],
+                src: [Some(raw(&mut w, ty, elem, block, [k, m, 1])), Some(raw(&mut acts, type_id::F32, 4, 1, [k, n, 1])), None, None, None],
                 params: [0; 16],
                 order: crate::CpuOrder::BEFORE_2026,
                 q8k: None,

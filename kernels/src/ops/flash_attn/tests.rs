@@ -1,0 +1,172 @@
+//! FLASH_ATTN_EXT against a plain f64 softmax-attention reference at a tolerance (F16 V sums in
+//! one_chunk round after every key, so ~1e-3 relative); bit-identity to ggml-cpu is
+//! tests_c/simd_ops_attn.inc's job. Every path (one_chunk, tiled, split-KV), GQA, masks with
+//! -inf runs, key counts off the 64-key tiles, several thread counts.
+
+use super::{compute, row_chunks, supports};
+use crate::cpu_features::{is_x86, simd_level};
+use crate::op::{Node, Op};
+use crate::pool::Pool;
+use crate::quant::f16::{fp16_to_fp32, fp32_to_fp16};
+use crate::view::{Raw, F16, F32};
+use crate::CpuOrder;
+
+const ORDER_2026: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
+
+fn values(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(2654435761).wrapping_add(12345);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            2.0 * (x as f32 / u32::MAX as f32) - 1.0
+        })
+        .collect()
+}
+
+fn raw(data: *mut u8, ty: i32, es: usize, ne: [usize; 4]) -> Raw {
+    let nb0 = es;
+    let nb1 = nb0 * ne[0];
+    let nb2 = nb1 * ne[1];
+    Raw { data, ne, nb: [nb0, nb1, nb2, nb2 * ne[2]], ty }
+}
+
+struct Case {
+    dk: usize,
+    dv: usize,
+    nq: usize,
+    nh: usize,
+    nkh: usize,
+    nkv: usize,
+    /// causal mask with `mask_pad` extra -inf keys at the end (None: no mask)
+    mask: Option<usize>,
+    scale: f32,
+}
+
+fn run(c: &Case, threads: usize) {
+    let q = values(c.dk * c.nq * c.nh, 1);
+    let k: Vec<u16> = values(c.dk * c.nkv * c.nkh, 2).iter().map(|&x| fp32_to_fp16(x)).collect();
+    let v: Vec<u16> = values(c.dv * c.nkv * c.nkh, 3).iter().map(|&x| fp32_to_fp16(x)).collect();
+    let mut mask: Vec<u16> = vec![0; c.nkv * c.nq];
+    if let Some(pad) = c.mask {
+        // query i sees keys up to nkv - pad - nq + i
+        for i in 0..c.nq {
+            for j in 0..c.nkv {
+                let visible = j + pad + c.nq <= c.nkv + i;
+                mask[i * c.nkv + j] = if visible { fp32_to_fp16((j % 3) as f32 * -0.25) } else { 0xfc00 };
+            }
+        }
+    }
+    let mut q = q;
+    let (mut k, mut v) = (k, v);
+    let mut out = vec![0f32; c.dv * c.nh * c.nq];
+    let mut params = [0i32; 16];
+    params[0] = c.scale.to_bits() as i32;
+    let node = Node {
+        op: Op::FlashAttnExt,
+        dst: raw(out.as_mut_ptr() as *mut u8, F32, 4, [c.dv, c.nh, c.nq, 1]),
+        src: [
+            Some(raw(q.as_mut_ptr() as *mut u8, F32, 4, [c.dk, c.nq, c.nh, 1])),
+            Some(raw(k.as_mut_ptr() as *mut u8, F16, 2, [c.dk, c.nkv, c.nkh, 1])),
+            Some(raw(v.as_mut_ptr() as *mut u8, F16, 2, [c.dv, c.nkv, c.nkh, 1])),
+            c.mask.map(|_| raw(mask.as_mut_ptr() as *mut u8, F16, 2, [c.nkv, c.nq, 1, 1])),
+            None,
+        ],
+        params,
+        order: ORDER_2026,
+        q8k: None,
+    };
+    assert!(supports(&node));
+    let pool = Pool::new(threads);
+    assert!(compute(&pool.session(), &node));
+    // reference: f64 softmax over the unmasked keys
+    let g = c.nh / c.nkh;
+    let mut worst = 0f64;
+    for h in 0..c.nh {
+        let kh = h / g;
+        for i in 0..c.nq {
+            let qr = &q[(h * c.nq + i) * c.dk..][..c.dk];
+            let mut w = vec![f64::NEG_INFINITY; c.nkv];
+            for j in 0..c.nkv {
+                let m = if c.mask.is_some() { fp16_to_fp32(mask[i * c.nkv + j]) as f64 } else { 0.0 };
+                if m == f64::NEG_INFINITY {
+                    continue;
+                }
+                let kr = &k[(kh * c.nkv + j) * c.dk..][..c.dk];
+                let dot: f64 = qr.iter().zip(kr).map(|(&a, &b)| a as f64 * fp16_to_fp32(b) as f64).sum();
+                w[j] = dot * c.scale as f64 + m;
+            }
+            let max = w.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let e: Vec<f64> = w.iter().map(|&x| if x == f64::NEG_INFINITY { 0.0 } else { (x - max).exp() }).collect();
+            let s: f64 = e.iter().sum();
+            for d in 0..c.dv {
+                let r: f64 = (0..c.nkv).map(|j| e[j] * fp16_to_fp32(v[(kh * c.nkv + j) * c.dv + d]) as f64).sum::<f64>() / s;
+                let got = out[(i * c.nh + h) * c.dv + d] as f64;
+                worst = worst.max((got - r).abs());
+            }
+        }
+    }
+    assert!(worst < 4e-3, "dk {} nq {} nh {} nkh {} nkv {} mask {:?} threads {threads}: max error {worst}", c.dk, c.nq, c.nh, c.nkh, c.nkv, c.mask);
+}
+
+#[test]
+fn matches_reference_on_every_path() {
+    if !is_x86(simd_level()) {
+        return;
+    }
+    let cases = [
+        // decode, one_chunk (SmolLM2 GQA 9/3, head 64), with and without mask
+        Case { dk: 64, dv: 64, nq: 1, nh: 9, nkh: 3, nkv: 100, mask: Some(3), scale: 0.125 },
+        Case { dk: 64, dv: 64, nq: 1, nh: 9, nkh: 3, nkv: 37, mask: None, scale: 0.125 },
+        // decode, split-KV (Gemma 3 270M: 4/1, head 256)
+        Case { dk: 256, dv: 256, nq: 1, nh: 4, nkh: 1, nkv: 700, mask: Some(5), scale: 0.0625 },
+        Case { dk: 64, dv: 64, nq: 1, nh: 6, nkh: 6, nkv: 1500, mask: None, scale: 0.125 },
+        // prompt, one_chunk
+        Case { dk: 64, dv: 64, nq: 7, nh: 9, nkh: 3, nkv: 40, mask: Some(0), scale: 0.125 },
+        Case { dk: 72, dv: 40, nq: 32, nh: 2, nkh: 1, nkv: 77, mask: Some(2), scale: 0.1 },
+        // prompt, tiled
+        Case { dk: 64, dv: 64, nq: 100, nh: 9, nkh: 3, nkv: 130, mask: Some(30), scale: 0.125 },
+        Case { dk: 256, dv: 256, nq: 70, nh: 4, nkh: 1, nkv: 70, mask: Some(0), scale: 0.0625 },
+        Case { dk: 64, dv: 64, nq: 150, nh: 2, nkh: 2, nkv: 150, mask: None, scale: 0.125 },
+    ];
+    for c in &cases {
+        for threads in [1, 2, 3] {
+            run(c, threads);
+        }
+    }
+}
+
+#[test]
+fn chunks_follow_ggml() {
+    // nr = 576 rows on 2 threads: chunks of ceil(576 / 8) = 72 rows, 8 chunks
+    assert_eq!(row_chunks(576, 2), (8, 72));
+    // fewer chunks than threads: one per thread
+    assert_eq!(row_chunks(3, 4), (4, 1));
+    assert_eq!(row_chunks(100, 1), (1, 100));
+}
+
+#[test]
+fn declines_what_it_does_not_reproduce() {
+    let mut b = [0u8; 64];
+    let p = b.as_mut_ptr();
+    let q = raw(p, F32, 4, [64, 1, 2, 1]);
+    let k = raw(p, F16, 2, [64, 8, 1, 1]);
+    let base = Node { op: Op::FlashAttnExt, dst: raw(p, F32, 4, [64, 2, 1, 1]), src: [Some(q), Some(k), Some(k), None, None], params: [0; 16], order: ORDER_2026, q8k: None };
+    assert_eq!(supports(&base), is_x86(simd_level()));
+    let mut n = base;
+    n.order = CpuOrder::BEFORE_2026;
+    assert!(!supports(&n));
+    let mut n = base;
+    n.params[1] = 1f32.to_bits() as i32; // ALiBi
+    assert!(!supports(&n));
+    let mut n = base;
+    n.params[2] = 30f32.to_bits() as i32; // softcap
+    assert!(!supports(&n));
+    let mut n = base;
+    n.src[4] = Some(raw(p, F32, 4, [2, 1, 1, 1])); // sinks
+    assert!(!supports(&n));
+    let mut n = base;
+    n.src[1] = Some(raw(p, F32, 4, [64, 8, 1, 1])); // F32 K
+    assert!(!supports(&n));
+}
