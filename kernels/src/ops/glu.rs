@@ -17,13 +17,14 @@
 //! * `ggml_vec_reglu_f32`: `x > 0 ? x * g : 0`.
 //!
 //! The other GLU ops (SWIGLU_OAI, GEGLU_ERF, GEGLU_QUICK, 0.13's SWIGLU_CLAMP) and F16 rows are
-//! declined.
+//! declined, and so is every GLU before 2026: whisper.rn 0.4.3's functions are the same, but its
+//! whisper.cpp never builds the op and no C case runs it there.
 
 use super::{f32_rows, for_rows, Raw, Session};
 use crate::cpu_features::{simd_level, SimdLevel};
 use crate::op::Node;
 use crate::view::{alias, Alias, Detached};
-use crate::{gelu, vexp};
+use crate::{gelu, vexp, CpuOrder};
 
 /// `enum ggml_glu_op` (the same values in every revision that has GLU).
 pub const REGLU: i32 = 0;
@@ -79,7 +80,7 @@ pub fn supports(n: &Node) -> bool {
         Some(b) => f32_rows(&b) && contiguous_1(&b) && b.ne == a.ne && d.ne[0] == a.ne[0],
         None => d.ne[0] == a.ne[0] / 2,
     };
-    Glu::from_param(n.params[0]).is_some() && rows && width
+    n.order != CpuOrder::BEFORE_2026 && Glu::from_param(n.params[0]).is_some() && rows && width
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
@@ -264,6 +265,36 @@ mod tests {
                 assert_eq!(buf, want, "{op:?} over its first source");
             }
         }
+    }
+
+    /// REGLU / GEGLU / SWIGLU on F32 in both forms on 2026 revisions; other GLU ops, F16 rows,
+    /// mismatched shapes and 2024 revisions declined.
+    #[test]
+    fn supports_what_is_bit_identical() {
+        let p = std::ptr::null_mut();
+        let t = |ty: i32, ne: [usize; 4]| {
+            let ts = if ty == F32 { 4 } else { 2 };
+            Raw { data: p, ne, nb: [ts, ts * ne[0], ts * ne[0] * ne[1], ts * ne[0] * ne[1] * ne[2]], ty }
+        };
+        let rev2026 = CpuOrder { norm_vec_sums: true, ..CpuOrder::BEFORE_2026 };
+        let node = |op: i32, dst: Raw, a: Raw, b: Option<Raw>, order: CpuOrder| {
+            let mut params = [0; 16];
+            params[0] = op;
+            Node { op: crate::op::Op::Glu, dst, src: [Some(a), b, None], params, order, q8k: None }
+        };
+        let (d, a) = (t(F32, [1536, 7, 1, 1]), t(F32, [3072, 7, 1, 1]));
+        for op in [REGLU, GEGLU, SWIGLU] {
+            assert!(supports(&node(op, d, a, None, rev2026)));
+            assert!(supports(&node(op, d, d, Some(d), rev2026)));
+            assert!(!supports(&node(op, d, a, None, CpuOrder::BEFORE_2026)));
+        }
+        for op in [3, 4, 5, 6] {
+            assert!(!supports(&node(op, d, a, None, rev2026)), "glu op {op}");
+        }
+        let h = crate::view::F16;
+        assert!(!supports(&node(SWIGLU, t(h, [1536, 7, 1, 1]), t(h, [3072, 7, 1, 1]), None, rev2026)));
+        assert!(!supports(&node(SWIGLU, d, d, Some(t(F32, [1536, 6, 1, 1])), rev2026)));
+        assert!(!supports(&node(SWIGLU, d, t(F32, [3072, 6, 1, 1]), None, rev2026)));
     }
 
     #[test]

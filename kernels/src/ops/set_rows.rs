@@ -38,16 +38,16 @@ fn float_size(ty: i32) -> Option<usize> {
 }
 
 /// F32 / F16 rows into an F32 / F16 destination with packed, non-overlapping rows, I64 / I32
-/// indices, and `ggml_set_rows`'s shape rules. Before 2026 (whisper.rn 0.4.3) ggml-cpu only takes
-/// F32 rows at I64 indices.
+/// indices, and `ggml_set_rows`'s shape rules; 2026 revisions only. (whisper.rn 0.4.3's ggml-cpu
+/// has the F32-rows, I64-indices case of the same loop, but its whisper.cpp never builds the op
+/// and no C case runs it there: declined.)
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a), Some(i)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let (Some(ds), Some(asz)) = (float_size(d.ty), float_size(a.ty)) else { return false };
-    let index_ok = i.ty == I64 || (i.ty == I32 && n.order != CpuOrder::BEFORE_2026);
-    let rows_ok = n.order != CpuOrder::BEFORE_2026 || a.ty == F32;
+    let index_ok = i.ty == I64 || i.ty == I32;
     let shapes = a.ne[0] == d.ne[0] && a.ne[2] == d.ne[2] && a.ne[3] == d.ne[3] && i.ne[0] == a.ne[1];
     let broadcast = i.ne[1] > 0 && i.ne[2] > 0 && i.ne[3] == 1 && a.ne[2].is_multiple_of(i.ne[1]) && a.ne[3].is_multiple_of(i.ne[2]);
-    index_ok && rows_ok && shapes && broadcast && d.nb[0] == ds && a.nb[0] == asz && rows_apart(&d, ds)
+    n.order != CpuOrder::BEFORE_2026 && index_ok && shapes && broadcast && d.nb[0] == ds && a.nb[0] == asz && rows_apart(&d, ds)
 }
 
 /// Every destination row has bytes of its own (ggml's natural order of strides): the threads'
@@ -272,6 +272,30 @@ mod tests {
             assert_eq!(idx[last] as usize, k);
             assert_eq!(&out[8 * k..8 * k + 8], &x[8 * last..8 * last + 8], "row {k}");
         }
+    }
+
+    fn node(dst: Raw, src: Raw, idx: Raw, order: CpuOrder) -> Node {
+        Node { op: crate::op::Op::SetRows, dst, src: [Some(src), Some(idx), Some(dst)], params: [0; 16], order, q8k: None }
+    }
+
+    /// What `supports` takes: ggml_set_rows's shapes on 2026 revisions, nothing before.
+    #[test]
+    fn supports_follows_ggml_set_rows() {
+        let p = std::ptr::null_mut();
+        let rev2026 = CpuOrder { norm_vec_sums: true, ..CpuOrder::BEFORE_2026 };
+        let cache = packed(p, F16, [64, 96, 6, 1]);
+        let cur = packed(p, F32, [64, 37, 6, 1]);
+        let idx = packed(p, I64, [37, 2, 1, 1]);
+        assert!(supports(&node(cache, cur, idx, rev2026)));
+        assert!(supports(&node(cache, cur, Raw { ty: I32, ..packed(p, I32, [37, 3, 1, 1]) }, rev2026)));
+        assert!(supports(&node(packed(p, F32, [64, 96, 6, 1]), packed(p, F16, [64, 37, 6, 1]), idx, rev2026)));
+        assert!(!supports(&node(cache, cur, idx, CpuOrder::BEFORE_2026)), "2024: declined");
+        assert!(!supports(&node(cache, cur, packed(p, I64, [37, 4, 1, 1]), rev2026)), "6 heads over 4 index rows");
+        assert!(!supports(&node(cache, cur, packed(p, I64, [36, 1, 1, 1]), rev2026)), "an index per row");
+        assert!(!supports(&node(cache, cur, packed(p, F32, [37, 1, 1, 1]), rev2026)), "index type");
+        assert!(!supports(&node(Raw { ty: crate::view::Q8_0, ..cache }, cur, idx, rev2026)), "quantized cache");
+        let overlapping = Raw { nb: [2, 64, 96 * 128, 6 * 96 * 128], ..cache };
+        assert!(!supports(&node(overlapping, cur, idx, rev2026)), "rows sharing bytes");
     }
 
     /// An index outside the destination fails the node (ggml-cpu aborts) and writes nothing there.
