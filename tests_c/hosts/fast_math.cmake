@@ -5,10 +5,15 @@
 #   llama_driver_fastmath_stock / _static   the drivers: the llama.cpp objects and driver halves of
 #                                            the plain build, the cores lm_core_fastmath_<mode>
 #   host_cui_llama_fastmath_simd             GGML_RS_SIMD=1: the bounded contract in force (its log
-#                                            line), every node on SIMD but what it declines, the first
-#                                            16 tokens equal stock's, prompt logits within 1e-4 NMSE
-#   host_cui_llama_fastmath_exact            GGML_RS_SIMD_EXACT=1: the exact contract, whole output
-#                                            bit-identical to the fast-math stock build
+#                                            line), every node on SIMD but what it declines, and the
+#                                            whole output bit-identical to the stock build compiled
+#                                            WITHOUT fast math: SIMD computes in C's order whatever
+#                                            the host's flags (the fast-math stock build is as far
+#                                            from either: prompt logits NMSE 1.3e-2)
+#   host_cui_llama_fastmath_exact            GGML_RS_SIMD_EXACT=1: the exact contract (products and
+#                                            attention, and the kinds the check finds reordered, stay
+#                                            with ggml-cpu), whole output bit-identical to the
+#                                            fast-math stock build
 # Included by CMakeLists.txt for the 2026 lm_ host with the AVX2 flags and the static mode.
 set(GGML_RS_FAST_MATH_FLAGS "-ffast-math;-fno-finite-math-only" CACHE STRING
     "Flags added to the fast-math variant of the 2026 lm_ core (cui-llama.rn's own)")
@@ -48,17 +53,17 @@ endforeach()
 set(_fm_args -m "${GGML_RS_LLAMA_MODEL}" -p 100 -n 48)
 add_test(NAME host_cui_llama_fastmath_simd
     COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-simd.sh" llama "${_out}/cui_llama_fastmath_simd"
-            "$<TARGET_FILE:llama_driver_fastmath_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"
+            "$<TARGET_FILE:llama_driver_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"
             -- ${_fm_args})
 add_test(NAME host_cui_llama_fastmath_exact
     COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-simd.sh" llama "${_out}/cui_llama_fastmath_exact"
             "$<TARGET_FILE:llama_driver_fastmath_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"
             -- ${_fm_args})
 set_tests_properties(host_cui_llama_fastmath_simd PROPERTIES
-    ENVIRONMENT "GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: within ggml's error bounds of ggml-cpu \\(host compiled with fast math"
+    ENVIRONMENT "GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: within ggml's error bounds of ggml-cpu \\(host compiled with fast math"
     TIMEOUT 900 LABELS "host;simd;static;fastmath" RUN_SERIAL TRUE)
 set_tests_properties(host_cui_llama_fastmath_exact PROPERTIES
-    ENVIRONMENT "GGML_RS_SIMD_EXACT=1;GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=MUL_MAT,SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: bit-identical to ggml-cpu \\(GGML_RS_SIMD_EXACT=1; host compiled with fast math"
+    ENVIRONMENT "GGML_RS_SIMD_EXACT=1;GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=MUL_MAT,MUL,RMS_NORM,SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: bit-identical to ggml-cpu \\(GGML_RS_SIMD_EXACT=1; host compiled with fast math"
     TIMEOUT 900 LABELS "host;simd;static;fastmath" RUN_SERIAL TRUE)
 unset(_fm_mode)
 unset(_fm_exe)
