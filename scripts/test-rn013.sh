@@ -148,12 +148,12 @@ if [[ "${GGML_RS_TEST_RN013_THREADS:-0}" == 1 ]]; then
   step "SmolLM2 -p 16 -n 2 -t 2" identical llama_t2 -m "$MODEL" -p 16 -n 2 -t 2
 fi
 # the SIMD backend in b11118's graphs: the static build with GGML_RS_SIMD=1, whole output
-# bit-identical to stock, every split on SIMD but the ops it leaves to ggml-cpu (run-simd.sh)
+# bit-identical to stock, every split on SIMD (run-simd.sh)
 simd() {
   local rc=0
-  GGML_RS_SIMD_ENV_PREFIX= GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN GGML_RS_SIMD_BITWISE=1 \
+  GGML_RS_SIMD_ENV_PREFIX= GGML_RS_SIMD_BITWISE=1 \
     bash tests_c/hosts/run-simd.sh llama "$OUT/simd" "$BUILD/rn013_driver_stock" "$BUILD/rn013_driver_static" \
-    -- -m "$MODEL" -p 100 -n 16 -t 1 >"$OUT.simd.log" 2>&1 || rc=$?
+    -- -m "$MODEL" -p 100 -n 16 -t 1 --flash-attn on >"$OUT.simd.log" 2>&1 || rc=$?
   grep -E '^(scheduler|whole|first|prompt|FAIL)' "$OUT.simd.log" | sed "s/^/rn013: simd: /"
   return $rc
 }

@@ -103,11 +103,7 @@ if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
       COMMAND bash "${_run_assistant}" compare "${_out}/assistant" "$<TARGET_FILE:assistant_static>"
               -- ${GGML_RS_ASSISTANT_ARGS})
   set_tests_properties(host_assistant_simd PROPERTIES
-      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd")
-  if(GGML_RS_REV2026_LM)  # 2026: ggml-cpu keeps the ops SIMD declines
-    set_property(TEST host_assistant_simd APPEND PROPERTY
-        ENVIRONMENT "GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN")
-  endif()
+      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd;LLAMA_RUN_FLASH_ATTN=on")
   set_tests_properties(host_assistant_simd PROPERTIES
       TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
       FIXTURES_REQUIRED host_assistant_ref)
@@ -153,13 +149,9 @@ if(_assistant_modes)
         COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" "$<TARGET_FILE:assistant_static>"
                 -- ${GGML_RS_ASSISTANT_ARGS})
     set_tests_properties(host_assistant_concurrent_simd PROPERTIES
-        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3"
+        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3;LLAMA_RUN_FLASH_ATTN=on"
         TIMEOUT 900 LABELS "host;assistant;concurrent;simd;static" RUN_SERIAL TRUE
         FIXTURES_REQUIRED host_assistant_ref_1t)
-    if(GGML_RS_REV2026_LM)  # 2026: ggml-cpu keeps the ops SIMD declines
-      set_property(TEST host_assistant_concurrent_simd APPEND PROPERTY
-          ENVIRONMENT "GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN")
-    endif()
   endif()
   set(_cycles_args --whisper-model "${GGML_RS_WHISPER_MODEL}" --wav "${GGML_RS_WHISPER_WAV}"
       --llama-model "${GGML_RS_LLAMA_MODEL}" -t 1 --max-tokens 16 -p 64 -n 8 --cycles 24)

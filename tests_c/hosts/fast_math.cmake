@@ -50,7 +50,7 @@ foreach(_fm_mode stock static)
   ggml_rs_link_host(${_fm_exe} lm_core_fastmath_${_fm_mode} ${_fm_mode})
 endforeach()
 
-set(_fm_args -m "${GGML_RS_LLAMA_MODEL}" -p 100 -n 48)
+set(_fm_args -m "${GGML_RS_LLAMA_MODEL}" -p 100 -n 48 --flash-attn on)
 add_test(NAME host_cui_llama_fastmath_simd
     COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-simd.sh" llama "${_out}/cui_llama_fastmath_simd"
             "$<TARGET_FILE:llama_driver_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"
@@ -60,10 +60,10 @@ add_test(NAME host_cui_llama_fastmath_exact
             "$<TARGET_FILE:llama_driver_fastmath_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"
             -- ${_fm_args})
 set_tests_properties(host_cui_llama_fastmath_simd PROPERTIES
-    ENVIRONMENT "GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: within ggml's error bounds of ggml-cpu \\(host compiled with fast math"
+    ENVIRONMENT "GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: within ggml's error bounds of ggml-cpu \\(host compiled with fast math"
     TIMEOUT 900 LABELS "host;simd;static;fastmath" RUN_SERIAL TRUE)
 set_tests_properties(host_cui_llama_fastmath_exact PROPERTIES
-    ENVIRONMENT "GGML_RS_SIMD_EXACT=1;GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=MUL_MAT,MUL,RMS_NORM,SET_ROWS,GLU,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: bit-identical to ggml-cpu \\(GGML_RS_SIMD_EXACT=1; host compiled with fast math"
+    ENVIRONMENT "GGML_RS_SIMD_EXACT=1;GGML_RS_SIMD_BITWISE=1;GGML_RS_SIMD_DECLINED=MUL_MAT,MUL,RMS_NORM,FLASH_ATTN;GGML_RS_SIMD_EXPECT_LOG=^SIMD: contract: bit-identical to ggml-cpu \\(GGML_RS_SIMD_EXACT=1; host compiled with fast math"
     TIMEOUT 900 LABELS "host;simd;static;fastmath" RUN_SERIAL TRUE)
 unset(_fm_mode)
 unset(_fm_exe)
