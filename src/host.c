@@ -50,6 +50,8 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_gallocr_get_buffer_size)        \
     X(P##ggml_backend_alloc_ctx_tensors)      \
     X(P##ggml_get_type_traits_cpu)            \
+    X(P##ggml_cpu_has_avx2)                   \
+    X(P##ggml_cpu_has_avx512)                 \
     X(P##ggml_backend_buffer_is_meta)         \
     X(P##ggml_backend_meta_buffer_set_usage)  \
     PROBE_SYMBOLS(P, X)

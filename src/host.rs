@@ -158,6 +158,28 @@ pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
 }
 
 #[cfg(feature = "simd")]
+/// Whether revision `R`'s ggml-cpu repacks Q4_K weights as `block_q4_Kx8` and multiplies them with
+/// its AVX2 kernels: built for AVX2 (`ggml_cpu_has_avx2()`, which ggml-cpu answers from its
+/// compiler flags, as `ggml_repack_get_optimal_repack_type` asks) and not for AVX-512 (whose
+/// `ggml_gemm_q4_K_8x8_q8_K` takes other paths), on x86_64. The one repacked layout the SIMD
+/// backend reads (`ggml_rs_kernels::op::Repack::Q4Kx8`).
+pub fn cpu_repacks_q4k_x8<R: Rev>() -> bool {
+    static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+    *FOUND.get::<R, _>(|| {
+        let h = host::<R>();
+        let ask = |name: &str| {
+            h.core_fn(name).map(|p| {
+                // SAFETY: the weak symbol is ggml-cpu's `int <p>ggml_cpu_has_<x>(void)`.
+                let f: unsafe extern "C" fn() -> i32 = unsafe { std::mem::transmute::<*mut c_void, _>(p) };
+                // SAFETY: a plain getter without arguments.
+                unsafe { f() }
+            })
+        };
+        cfg!(target_arch = "x86_64") && ask("ggml_cpu_has_avx2") == Some(1) && ask("ggml_cpu_has_avx512") == Some(0)
+    })
+}
+
+#[cfg(feature = "simd")]
 /// What the SIMD backend reads of ggml-cpu's `struct ggml_type_traits_cpu` for one type.
 #[derive(Clone, Copy)]
 pub struct TraitsCpu {

@@ -168,6 +168,7 @@ static int expected_declined_extra;
 #if defined(TEST_REV2026)
 #include "simd_ops_rows.inc"
 #include "simd_ops_attn.inc"
+#include "simd_ops_repack.inc"
 #endif
 
 int main(void) {
@@ -416,6 +417,7 @@ int main(void) {
 #if defined(TEST_REV2026)
     cases_rows(name, sizeof name);
     cases_attn(name, sizeof name);
+    cases_repack(name, sizeof name);
     /* 2026: normal-mode ROPE rows of an odd pair count or fewer than 8 pairs are declined (2026's
        rotate_pairs, as GCC vectorizes it, rounds some of their products; kernels/src/ops/rope.rs);
        NeoX mode with the same rows stays on SIMD */

@@ -96,6 +96,20 @@ pub struct Node {
     /// The host ggml-cpu's Q8_K quantizer, which the K-quant products quantize their
     /// activations with (see [`HostQ8K`]); `None` without ggml-cpu.
     pub q8k: Option<HostQ8K>,
+    /// Set when a source lives in ggml-cpu's `CPU_REPACK` buffer type, whose bytes are not
+    /// ggml's block rows: how (see [`Repack`]). `None` for plain sources.
+    pub repack: Option<Repack>,
+}
+
+/// The layout of a source that ggml-cpu's repacking (`CPU_REPACK` buffers, repack.cpp) gave it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Repack {
+    /// `src[0]` of a MUL_MAT is Q4_K as ggml-cpu repacks it on an AVX2 host without AVX-512
+    /// (`block_q4_Kx8`: 8 rows interleaved 8 bytes at a time, computed by
+    /// `ggml_gemv/gemm_q4_K_8x8_q8_K`); every other source is plain.
+    Q4Kx8,
+    /// A source in a layout the kernels do not read: the node is declined.
+    Other,
 }
 
 impl Node {

@@ -283,7 +283,11 @@ unsafe extern "C" fn dev_supports_op<R: Rev>(_: *mut Device<R>, op: *const Tenso
 }
 unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut BufferType<R>) -> bool {
     crate::guard::callback::<R, _>("simd_device.supports_buft", false, || {
-        obj(buft).is_some_and(|b| b.is_host())
+        // ggml-cpu's CPU_REPACK too: host memory in ggml-cpu's repacked layouts, which the
+        // scheduler must not copy for SIMD (the bytes are no ggml rows, the buffer has no
+        // get_tensor); `supports_op` takes only the nodes SIMD computes on them
+        // (ops::mul_mat::repacked) and declines every other node reading them (node::repack)
+        obj(buft).is_some_and(|b| b.is_host() || b.name().ok().map(crate::abi::vtable::cstr).as_deref() == Some("CPU_REPACK"))
     })
 }
 

@@ -67,7 +67,9 @@ fn supported<R: Rev>(t: &Tensor<R>, n: &Node) -> bool {
 }
 
 fn supports_node(n: &Node) -> bool {
-    is_trivial(n.op) || kernel(n.op).is_some_and(|k| (k.supports)(n))
+    // (a source in a buffer the kernels cannot read as ggml's rows: only MUL_MAT reads one,
+    // ops::mul_mat::repacked)
+    is_trivial(n.op) || ((n.repack.is_none() || n.op == Op::MulMat) && kernel(n.op).is_some_and(|k| (k.supports)(n)))
 }
 
 /// Computes node `t` with its kernel, without the executor's other checks (the fidelity check's

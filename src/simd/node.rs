@@ -3,7 +3,7 @@
 //! picks the revision's float order and host quantizer; past this module nothing is typed by
 //! the revision.
 
-use super::op::{Node, Op};
+use super::op::{Node, Op, Repack};
 use super::view::Raw;
 use crate::abi::{vtable::obj, OpIds, Rev, Tensor, UNARY_GELU, UNARY_SILU};
 
@@ -68,7 +68,43 @@ pub fn node<R: Rev>(t: &Tensor<R>) -> Node {
     params[..n].copy_from_slice(&t.op_params[..n]);
     let op = op(t);
     let q8k = if op == Op::MulMat { crate::host::host_q8k::<R>() } else { None };
-    Node { op, dst: raw(t), src: [0, 1, 2, 3, 4].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k }
+    let repack = repack(t, op);
+    Node { op, dst: raw(t), src: [0, 1, 2, 3, 4].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k, repack }
+}
+
+/// Where tensor `s`'s bytes are: `None` in host memory laid out as ggml's rows (or no buffer),
+/// `Some(true)` in ggml-cpu's `CPU_REPACK` buffer type, `Some(false)` in another buffer that is
+/// not host memory (nothing the kernels can read).
+fn foreign_buffer<R: Rev>(s: &Tensor<R>) -> Option<bool> {
+    let buft = obj(obj(s.data_buffer())?.buft)?;
+    if std::ptr::eq(buft, crate::buffer::cpu_buffer_type::<R>()) || buft.is_host() {
+        return None;
+    }
+    let name = buft.name().ok().map(crate::abi::vtable::cstr);
+    Some(name.as_deref() == Some("CPU_REPACK"))
+}
+
+/// How node `t`'s sources are laid out when one of them is not in host memory as ggml's rows
+/// (see [`Repack`]): [`Repack::Q4Kx8`] for a MUL_MAT whose weights alone ggml-cpu repacked, as
+/// `block_q4_Kx8` (Q4_K, not a view, the host's ggml-cpu an AVX2 build); [`Repack::Other`] for
+/// every other node reading such a source (declined: GET_ROWS of a repacked table, say, which
+/// ggml-cpu's repack buffer does not support either).
+fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
+    /// `GGML_TYPE_Q4_K`, numbered alike in every revision.
+    const Q4_K: i32 = 12;
+    let mut any = false;
+    let mut only_src0 = true;
+    for (i, s) in t.src.iter().enumerate().filter_map(|(i, &s)| Some((i, obj(s)?))) {
+        let f = foreign_buffer(s);
+        any |= f.is_some();
+        only_src0 &= if i == 0 { f == Some(true) } else { f.is_none() };
+    }
+    if !any {
+        return None;
+    }
+    let w = obj(t.src[0]);
+    let q4k = op == Op::MulMat && only_src0 && w.is_some_and(|w| w.view_src.is_null() && w.type_ == Q4_K) && crate::host::cpu_repacks_q4k_x8::<R>();
+    Some(if q4k { Repack::Q4Kx8 } else { Repack::Other })
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! Decoding's products of one weight matrix and one activation row are `streamed`.
 
 pub mod causal;
+pub mod repacked;
 pub mod streamed;
 
 use super::{Raw, Session};
@@ -21,6 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Weights of any [`WType`] (packed along dim 0, whole blocks, aligned rows) broadcast over F32
 /// or F16 activations with packed rows, F32 out.
 pub fn supports(n: &Node) -> bool {
+    if n.repack.is_some() {
+        return repacked::supports(n);
+    }
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let Some(w) = WType::from_ggml(a.ty) else { return false };
     let elem_b = match b.ty {
@@ -160,6 +164,9 @@ fn query_group(w: WType, a: Raw, b: Raw, d: Raw) -> usize {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
+    if n.repack.is_some() {
+        return repacked::compute(s, n);
+    }
     product(s, n.order, n.q8k, n.dst, n.src(0), n.src(1), None)
 }
 
@@ -176,6 +183,9 @@ pub fn mul_mat(s: &Session, d: Raw, a: Raw, b: Raw) -> bool {
 /// of scores (128 KiB) are also still in the thread's cache then, whisper's (4.5 MB) are not.
 /// Chunks of whole rows only; other products run the softmax after them.
 pub fn mul_mat_softmax(s: &Session, n: &Node, then: &super::softmax::Rows) -> bool {
+    if n.repack.is_some() {
+        return repacked::compute(s, n) && super::for_rows(s, n.dst.nrows(), n.dst.nelements(), |r| then.row(r, None));
+    }
     product(s, n.order, n.q8k, n.dst, n.src(0), n.src(1), Some(then))
 }
 
@@ -390,6 +400,7 @@ mod tests {
                 params: [0; 16],
                 order: crate::CpuOrder::BEFORE_2026,
                 q8k: None,
+                repack: None,
             };
             let float = ty == type_id::F16 || ty == type_id::F32;
             assert_eq!(supports(&node), float || !declined, "type {ty}, declined {declined}");

@@ -50,7 +50,8 @@ impl Streamed {
 
     /// [`Self::new`] of a MUL_MAT node.
     pub fn of(n: &Node) -> Option<Streamed> {
-        if n.op != Op::MulMat {
+        // (repacked weights have a kernel of their own, `repacked`)
+        if n.op != Op::MulMat || n.repack.is_some() {
             return None;
         }
         Streamed::new(n.dst, n.src[0]?, n.src[1]?, n.order, n.q8k)

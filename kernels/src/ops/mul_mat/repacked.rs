@@ -1,0 +1,228 @@
+//! MUL_MAT with weights that ggml-cpu repacked (`CPU_REPACK` buffers, ggml-cpu/repack.cpp), in
+//! ggml-cpu's own arithmetic, so the 2026 hosts' Q4_K weights need not stay on ggml-cpu (every
+//! Gemma graph was split between the two backends around them).
+//!
+//! Only [`Repack::Q4Kx8`]: Q4_K as an AVX2 ggml-cpu without AVX-512 repacks it (`block_q4_Kx8`,
+//! eight weight rows interleaved eight quant bytes at a time, their scales regrouped per
+//! sub-block). ggml-cpu's `tensor_traits::forward_mul_mat` quantizes each plane's activation rows
+//! in groups of four with `ggml_quantize_mat_q8_K_4x8` (its own rule: `round(x * iscale)` with the
+//! sign taken from whether a positive value reaches the maximum) and the rest (`ne11 % 4` rows)
+//! with ggml-cpu's `quantize_row_q8_K`; the first rows go through `ggml_gemm_q4_K_8x8_q8_K`, the
+//! rest through `ggml_gemv_q4_K_8x8_q8_K`. Both form exact integer sums (scale times quant dot
+//! per sub-block, minimum times activation sum), so only their float steps need following:
+//! - gemm: per super-block and pair of sub-blocks, `acc = fma(I, d_w * d_a, acc)` and
+//!   `acc_min = fma(M, dmin_w * d_a, acc_min)` (four of each per super-block);
+//! - gemv: the same once per super-block, over the eight sub-blocks' integers;
+//! - the output is `acc - acc_min`.
+//!
+//! Which rows take which path depends only on a row's index in its plane, not on the threads,
+//! so every output has one value whatever the split. The AVX2 kernel is in `repacked/avx2.rs`.
+
+use crate::cpu_features::{simd_level, SimdLevel};
+use crate::op::{Node, Repack};
+use crate::pool::Session;
+use crate::quant::q8_k::{BlockQ8K, QK_K};
+use crate::quant::type_id;
+use crate::view::F32;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+
+/// Bytes of one `block_q4_Kx8`: eight Q4_K super-blocks (8 x 144).
+pub const Q4KX8_BYTES: usize = 8 * 144;
+/// Activation rows one kernel call takes against a group of eight weight rows.
+const TILE: usize = 16;
+
+/// One activation row's super-block as the kernel reads it: the 256 quants, their scale and the
+/// sums of each 32-value sub-block (ggml takes them from `bsums`, added in pairs).
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub(crate) struct ActBlock {
+    pub qs: [i8; QK_K],
+    pub d: f32,
+    pub sums: [i16; 8],
+}
+
+impl ActBlock {
+    const ZERO: ActBlock = ActBlock { qs: [0; QK_K], d: 0.0, sums: [0; 8] };
+
+    /// A block of ggml-cpu's `quantize_row_q8_K` (its 16-value `bsums` added in pairs, as
+    /// ggml's `_mm_hadd_epi16` does).
+    fn from_q8k(b: &BlockQ8K) -> ActBlock {
+        let sums = std::array::from_fn(|j| b.bsums[2 * j].wrapping_add(b.bsums[2 * j + 1]));
+        ActBlock { qs: b.qs, d: f32::from_bits(b.d), sums }
+    }
+}
+
+/// ggml's `_mm256_max_ps` / `_mm_max_ps` lane: the first operand when greater, else the second.
+#[inline(always)]
+fn maxps(a: f32, b: f32) -> f32 {
+    if a > b { a } else { b }
+}
+
+/// One row of ggml-cpu's AVX2 `ggml_quantize_mat_q8_K_4x8` (its four rows never mix): per
+/// super-block, the largest magnitude over eight lanes (lane `p` holds elements `8t + p` of every
+/// 32) with ggml's `max` operand order and reduction; `iscale = -127 / max` when a positive value
+/// reaches it (the lane flags ggml keeps), else `127 / max`; `d = 1 / iscale`; quants
+/// `round_half_even(x * iscale)` (one rounded product, `_mm256_round_ps`), saturated as
+/// `packs_epi32` / `packs_epi16` do.
+pub(crate) fn quantize_row_4x8(x: &[f32], out: &mut [ActBlock]) {
+    assert_eq!(x.len(), out.len() * QK_K, "quantize_row_4x8: length mismatch");
+    for (xb, o) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
+        let mut max_abs = [0f32; 8];
+        let mut positive = [false; 8];
+        for sb in 0..8 {
+            for p in 0..8 {
+                let v: [f32; 4] = std::array::from_fn(|t| xb[32 * sb + 8 * t + p]);
+                let a = v.map(|x| f32::from_bits(x.to_bits() & 0x7fff_ffff));
+                let m = if sb == 0 {
+                    maxps(maxps(maxps(a[0], a[1]), a[2]), a[3])
+                } else {
+                    maxps(maxps(maxps(maxps(max_abs[p], a[0]), a[1]), a[2]), a[3])
+                };
+                let kept = sb > 0 && positive[p] && max_abs[p] == m;
+                positive[p] = kept || v.iter().any(|&x| m == x);
+                max_abs[p] = m;
+            }
+        }
+        let m4: [f32; 4] = std::array::from_fn(|p| maxps(max_abs[p + 4], max_abs[p]));
+        let m2: [f32; 2] = std::array::from_fn(|p| maxps(m4[p], m4[p + 2]));
+        let max = maxps(m2[0], m2[1]);
+        let signed = (0..8).any(|p| positive[p] && max == max_abs[p]);
+        let mut iscale = if max != 0.0 { 127.0 / max } else { 0.0 };
+        if signed {
+            iscale = if max != 0.0 { -127.0 / max } else { 0.0 };
+        }
+        o.d = if max != 0.0 { 1.0 / iscale } else { 0.0 };
+        for (q, &v) in o.qs.iter_mut().zip(xb) {
+            let r = (v * iscale).round_ties_even();
+            // cvtps2dq: out of range or NaN gives i32::MIN
+            let i = if r >= -2147483648.0 && r < 2147483648.0 { r as i32 } else { i32::MIN };
+            *q = i.clamp(-128, 127) as i8;
+        }
+        for (s, g) in o.sums.iter_mut().zip(o.qs.chunks_exact(32)) {
+            *s = g.iter().map(|&q| q as i16).sum();
+        }
+    }
+}
+
+/// Repacked products this module computes: a 2-D Q4_K weight of whole `block_q4_Kx8` groups
+/// (rows a multiple of 8, as ggml repacks only those) against F32 activation rows, on an x86 CPU
+/// with the AVX2 kernels, with the host's Q8_K quantizer for the rows outside groups of four.
+/// ggml-cpu's repacked MUL_MAT takes the same shapes (3-D activations, no dim 3).
+pub fn supports(n: &Node) -> bool {
+    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
+    n.repack == Some(Repack::Q4Kx8)
+        && cfg!(target_arch = "x86_64")
+        && matches!(simd_level(), SimdLevel::Avx2 | SimdLevel::Avx512)
+        && n.q8k.is_some()
+        && a.ty == type_id::Q4_K
+        && a.ne[0] > 0
+        && a.ne[0].is_multiple_of(QK_K)
+        && a.ne[1] > 0
+        && a.ne[1].is_multiple_of(8)
+        && a.ne[2] == 1
+        && a.ne[3] == 1
+        && a.nb[0] == 144
+        && a.nb[1] == 144 * (a.ne[0] / QK_K)
+        && b.ty == F32
+        && b.nb[0] == 4
+        && b.nb[1].is_multiple_of(4)
+        && b.nb[2].is_multiple_of(4)
+        && b.ne[0] == a.ne[0]
+        && b.ne[3] == 1
+        && d.ty == F32
+        && d.nb[0] == 4
+        && d.nb[1].is_multiple_of(4)
+        && d.nb[2].is_multiple_of(4)
+        && d.ne == [a.ne[1], b.ne[1], b.ne[2], 1]
+}
+
+/// `dst = src0 . src1` for a node [`supports`] accepted. `false` when a worker panicked.
+pub fn compute(s: &Session, n: &Node) -> bool {
+    let (d, a, b) = (n.dst, n.src(0), n.src(1));
+    let Some(q8k) = n.q8k else { return false };
+    let (k, m, rows, planes) = (a.ne[0], a.ne[1], b.ne[1], b.ne[2]);
+    let nb = k / QK_K;
+    if rows == 0 || planes == 0 {
+        return true;
+    }
+    // ggml's `forward_mul_mat`: each plane's rows in groups of four by the 4x8 rule, the rest
+    // by ggml-cpu's quantize_row_q8_K
+    let gemm_rows = rows - rows % 4;
+    let mut acts = vec![ActBlock::ZERO; planes * rows * nb];
+    {
+        let slots: Vec<Mutex<&mut [ActBlock]>> = acts.chunks_exact_mut(nb).map(Mutex::new).collect();
+        let ok = super::super::for_rows(s, planes * rows, planes * rows * k, |r| {
+            let (p, j) = (r / rows, r % rows);
+            let x = b.f32_at(b.offset(0, j, p, 0), k);
+            let mut out = slots[r].lock();
+            if j < gemm_rows {
+                quantize_row_4x8(x, &mut out);
+            } else {
+                let mut q = vec![BlockQ8K::default(); nb];
+                q8k.quantize(x, &mut q);
+                for (o, q) in out.iter_mut().zip(&q) {
+                    *o = ActBlock::from_q8k(q);
+                }
+            }
+        });
+        if !ok {
+            return false;
+        }
+    }
+    let acts = acts;
+    let groups = m / 8;
+    let nth = s.n_threads();
+    // chunks of whole groups, at least four per thread (ggml-cpu hands out chunks the same way)
+    let per_chunk = groups.div_ceil(4 * nth).max(1);
+    let chunks = groups.div_ceil(per_chunk);
+    let next = AtomicUsize::new(0);
+    let work = |_ith: usize, _nth: usize| loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks * planes {
+            break;
+        }
+        let (p, g0) = (c / chunks, (c % chunks) * per_chunk);
+        let g1 = (g0 + per_chunk).min(groups);
+        let mut out = [[0f32; 8]; TILE];
+        for t0 in (0..rows).step_by(TILE) {
+            let t1 = (t0 + TILE).min(rows);
+            let tile: Vec<(&[ActBlock], bool)> =
+                (t0..t1).map(|j| (&acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], j < gemm_rows)).collect();
+            for g in g0..g1 {
+                let w = a.bytes_at(g * nb * Q4KX8_BYTES, nb * Q4KX8_BYTES);
+                group(w, &tile, &mut out);
+                for (j, o) in (t0..t1).zip(&out) {
+                    d.f32_at_mut(d.offset(8 * g, j, p, 0), 8).copy_from_slice(o);
+                }
+            }
+        }
+    };
+    if planes * m * rows * k < 64 * 1024 {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok()
+    } else {
+        s.run(&work)
+    }
+}
+
+/// One group of eight weight rows (`w`: its `block_q4_Kx8`s) against up to [`TILE`] activation
+/// rows, each with its path (`true`: gemm's float steps); `out[r][c]` for weight row `c`.
+fn group(w: &[u8], rows: &[(&[ActBlock], bool)], out: &mut [[f32; 8]]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: `supports` accepted the node only on the AVX2 / AVX-512 levels (AVX2, FMA and
+        // F16C present); `w` holds `rows[i].0.len()` groups (checked by the kernel).
+        unsafe { avx2::group(w, rows, out) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (w, rows, out);
+        unreachable!("repacked products are declined off x86_64")
+    }
+}
+
+#[cfg(test)]
+mod tests;
