@@ -40,14 +40,11 @@ endfunction()
 # bounded time (the 2026 stage runs the cui-llama.rn ones; most of it is generation on a busy machine).
 if(GGML_RS_REV2026_LM)
   set(_qm_gemma_args -m "${GGML_RS_GEMMA_MODEL}" -p 64 -n 16)
-  # What SIMD declines on Gemma's graphs, computed by ggml-cpu (run-simd.sh checks every node of
-  # every split off SIMD is one of these): MUL_MAT, but only for the Q4_K weights that ggml-cpu
-  # repacks on this CPU (CPU_REPACK buffers: the products on ggml's repacked layouts are not on SIMD
-  # yet; stock computes them repacked too; docs/simd.md). Everything else (SET_ROWS, GLU,
-  # FLASH_ATTN_EXT, the Q5_0, Q6_K and Q8_0 products) runs on SIMD. (run-simd.sh matches op names
-  # only, so MUL_MAT stays listed for those repacked products.) SIMD generates 96 tokens.
-  set(_qm_gemma_declined "MUL_MAT")
-  # (flash attention explicit: with auto, llama.cpp turns it off when SIMD takes it, tests_c/hosts/CMakeLists.txt)
+  # Gemma's graphs run whole on SIMD (one split per graph): SET_ROWS, GLU, FLASH_ATTN_EXT, the
+  # Q5_0, Q6_K and Q8_0 products and the Q4_K weights ggml-cpu repacks on this CPU (CPU_REPACK,
+  # ggml's repacked layout computed by SIMD, kernels/src/ops/mul_mat/repacked.rs); run-simd.sh fails
+  # on any split off SIMD. SIMD generates 96 tokens.
+  set(_qm_gemma_declined "")
   set(_qm_gemma_simd_args -m "${GGML_RS_GEMMA_MODEL}" -p 64 -n 96 --flash-attn on)
   foreach(_qm IN ITEMS cui:lm:llama_driver lm12:lm12:llama12_driver)
     string(REPLACE ":" ";" _qm "${_qm}")
