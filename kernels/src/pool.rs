@@ -14,13 +14,20 @@
 //! `caller_sleeping`, SeqCst) before re-checking under the lock, and a publisher bumps the
 //! counter (SeqCst) before reading the announcement, so one of the two always sees the other.
 //!
+//! A job's `nth` slots (`f(ith, nth)` for each `ith`) are claimed, not owned: the caller runs slot
+//! 0, and each thread takes the next unclaimed slot until none is left, so a worker the OS has not run
+//! yet (a busy phone: another process on its core) leaves its slot to a thread that is running,
+//! instead of holding the whole node until its next time slice. The caller then waits only for
+//! slots already in progress. A slot is claimed with the phase in the same atomic word, so a
+//! worker that wakes after its phase ended claims nothing of it.
+//!
 //! `GGML_RS_SIMD_AFFINITY=fast` (opt-in) keeps the workers on the fastest cores (see
 //! [`super::affinity`]).
 
 use parking_lot::{Condvar, Mutex};
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -28,9 +35,12 @@ use std::time::{Duration, Instant};
 type Job = dyn Fn(usize, usize) + Sync;
 
 struct Shared {
-    /// the job of the current phase; valid from the phase bump until `done` reaches n_workers
+    /// the job of the current phase; valid from the phase bump until `done` reaches nth
     job: UnsafeCell<Option<&'static Job>>,
     phase: AtomicUsize,
+    /// the current phase (high 32 bits) and its next unclaimed slot (low 32 bits)
+    claim: AtomicU64,
+    /// slots of the current phase completed
     done: AtomicUsize,
     panicked: AtomicBool,
     active: AtomicBool,
@@ -67,6 +77,7 @@ impl Pool {
         let shared = Arc::new(Shared {
             job: UnsafeCell::new(None),
             phase: AtomicUsize::new(0),
+            claim: AtomicU64::new(0),
             done: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             active: AtomicBool::new(false),
@@ -132,22 +143,30 @@ impl Session<'_> {
         // SAFETY: the reference is only used by workers until they all report done below, which
         // happens before this function returns, so the erased lifetime never outlives `f`.
         let job: &'static Job = unsafe { std::mem::transmute::<&(dyn Fn(usize, usize) + Sync), &'static Job>(f) };
-        // SAFETY: no worker reads `job` now: the previous phase completed (done == nth - 1).
+        // SAFETY: no worker reads `job` now: every slot of the previous phase completed, and a
+        // slot is only claimed (and the job read) under the phase it belongs to.
         unsafe { *s.job.get() = Some(job) };
         s.done.store(0, Ordering::SeqCst);
-        s.phase.fetch_add(1, Ordering::SeqCst);
+        let phase = s.phase.load(Ordering::SeqCst).wrapping_add(1);
+        // opens the new phase's slots (and publishes the job to whoever claims one); slot 0 is
+        // the caller's, so a spinning worker is not beaten to the others by a caller done early
+        s.claim.store(tag(phase) | 1, Ordering::SeqCst);
+        s.phase.store(phase, Ordering::SeqCst);
         if s.sleepers.load(Ordering::SeqCst) > 0 {
             let _g = s.park.lock();
             s.wake.notify_all();
         }
-        let ok = catch_unwind(AssertUnwindSafe(|| f(0, nth))).is_ok();
+        let mut ok = catch_unwind(AssertUnwindSafe(|| f(0, nth))).is_ok();
+        s.done.fetch_add(1, Ordering::SeqCst);
+        // then whatever no worker has claimed yet (one the OS has not run leaves its slot here)
+        ok &= run_slots(s, phase, nth, None);
         let waited = super::profile::enabled().then(std::time::Instant::now);
         let mut spin = Spin::new(s.spin);
-        while s.done.load(Ordering::Acquire) < nth - 1 {
+        while s.done.load(Ordering::Acquire) < nth {
             if !spin.more() {
                 s.caller_sleeping.store(true, Ordering::SeqCst);
                 let mut g = s.park.lock();
-                while s.done.load(Ordering::SeqCst) < nth - 1 {
+                while s.done.load(Ordering::SeqCst) < nth {
                     s.done_wake.wait(&mut g);
                 }
                 s.caller_sleeping.store(false, Ordering::SeqCst);
@@ -156,7 +175,9 @@ impl Session<'_> {
         if let Some(t0) = waited {
             super::profile::record("(pool) calling thread waiting for the workers".to_string(), t0.elapsed());
         }
-        ok && !s.panicked.swap(false, Ordering::SeqCst)
+        // (cleared even when the caller's own slot panicked)
+        let worker_panicked = s.panicked.swap(false, Ordering::SeqCst);
+        ok && !worker_panicked
     }
 }
 
@@ -180,6 +201,45 @@ pub fn spin_budget(n_threads: usize) -> Duration {
         once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_SPIN_US").ok().and_then(|v| v.trim().parse().ok()));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     Duration::from_micros(ENV.unwrap_or(if n_threads > cores { 5 } else { 200 }))
+}
+
+/// The claim word of `phase` with no slot claimed yet.
+fn tag(phase: usize) -> u64 {
+    (phase as u64 & 0xffff_ffff) << 32
+}
+
+/// Claims and runs slots of `phase` until none is left; each finished slot counts in `done`. The
+/// caller passes no `notify`: workers wake a sleeping caller when they finish a slot. `false` when
+/// a slot panicked.
+fn run_slots(s: &Shared, phase: usize, nth: usize, notify: Option<()>) -> bool {
+    let mut ok = true;
+    let mut c = s.claim.load(Ordering::Acquire);
+    loop {
+        if c & !0xffff_ffff != tag(phase) || (c & 0xffff_ffff) as usize >= nth {
+            return ok;
+        }
+        match s.claim.compare_exchange_weak(c, c + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                let ith = (c & 0xffff_ffff) as usize;
+                // SAFETY: the job was published before this phase's slots were opened, and stays
+                // valid until every slot (this one included) reports done.
+                let job = unsafe { *s.job.get() };
+                if let Some(f) = job {
+                    if catch_unwind(AssertUnwindSafe(|| f(ith, nth))).is_err() {
+                        s.panicked.store(true, Ordering::SeqCst);
+                        ok = false;
+                    }
+                }
+                s.done.fetch_add(1, Ordering::SeqCst);
+                if notify.is_some() && s.caller_sleeping.load(Ordering::SeqCst) {
+                    let _g = s.park.lock();
+                    s.done_wake.notify_all();
+                }
+                c = s.claim.load(Ordering::Acquire);
+            }
+            Err(now) => c = now,
+        }
+    }
 }
 
 /// A bounded spin: `more()` is true while the budget lasts (checking the clock every 64 calls).
@@ -208,7 +268,7 @@ impl Spin {
     }
 }
 
-fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
+fn worker(s: Arc<Shared>, _ith: usize, nth: usize) {
     // phases start at 0 when the pool is made; a worker that starts late still sees phase 1
     let mut seen = 0;
     loop {
@@ -243,19 +303,8 @@ fn worker(s: Arc<Shared>, ith: usize, nth: usize) {
                 }
             }
         }
-        // SAFETY: the job was published before the phase bump we just observed and stays valid
-        // until we report done.
-        let job = unsafe { *s.job.get() };
-        if let Some(f) = job {
-            if catch_unwind(AssertUnwindSafe(|| f(ith, nth))).is_err() {
-                s.panicked.store(true, Ordering::SeqCst);
-            }
-        }
-        s.done.fetch_add(1, Ordering::SeqCst);
-        if s.caller_sleeping.load(Ordering::SeqCst) {
-            let _g = s.park.lock();
-            s.done_wake.notify_all();
-        }
+        // slots, not this worker's own: whatever is left when it gets to run
+        run_slots(&s, seen, nth, Some(()));
     }
 }
 

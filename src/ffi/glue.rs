@@ -479,7 +479,7 @@ pub fn sched_set_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<
 pub fn sched_get_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<R>) -> Result<*mut Backend<R>> {
     let s = sched_mut(sched)?;
     non_null!(node, "node");
-    Ok(s.tensor_backend(node))
+    Ok(s.reported_backend(node))
 }
 pub fn sched_alloc_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<bool> {
     sched_mut(sched)?.alloc_graph(graph_mut(g)?)?;

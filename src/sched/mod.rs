@@ -591,6 +591,25 @@ impl<R: Rev> Sched<R> {
         Ok(())
     }
 
+    /// What `sched_get_tensor_backend` answers: the node's backend, except that a node on the
+    /// SIMD backend standing in beside ggml-cpu (`GGML_RS_SIMD=1`: an ACCEL device, never the
+    /// last backend) is reported on the CPU backend (the last one). SIMD computes the CPU layers
+    /// on the CPU device's memory; llama.cpp compares this answer with the layer's device to
+    /// decide whether flash attention is supported (auto, its default) and turned it off for
+    /// every SIMD run, putting a copy of the V cache into every layer (docs/simd.md). Everything
+    /// else a caller does with the answer (reading an output with `tensor_get_async`, syncing)
+    /// works the same on the CPU backend: both are synchronous on host memory.
+    pub fn reported_backend(&self, node: *const Tensor<R>) -> *mut Backend<R> {
+        let b = self.tensor_backend(node);
+        #[cfg(feature = "simd")]
+        if let Some(&last) = self.backends.last() {
+            if b != last && obj(b).is_some_and(crate::simd::device::is_simd) {
+                return last;
+            }
+        }
+        b
+    }
+
     pub fn tensor_backend(&self, node: *const Tensor<R>) -> *mut Backend<R> {
         match self.ids.backend(node) {
             -1 => std::ptr::null_mut(),

@@ -103,7 +103,7 @@ if("static" IN_LIST _assistant_modes AND GGML_RS_HOST_CPU_FLAGS MATCHES "avx2")
       COMMAND bash "${_run_assistant}" compare "${_out}/assistant" "$<TARGET_FILE:assistant_static>"
               -- ${GGML_RS_ASSISTANT_ARGS})
   set_tests_properties(host_assistant_simd PROPERTIES
-      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd;LLAMA_RUN_FLASH_ATTN=on")
+      ENVIRONMENT "ASSISTANT_SIMD=1;ASSISTANT_TAG=_simd")
   set_tests_properties(host_assistant_simd PROPERTIES
       TIMEOUT 900 LABELS "host;assistant;simd;static" RUN_SERIAL TRUE
       FIXTURES_REQUIRED host_assistant_ref)
@@ -149,7 +149,7 @@ if(_assistant_modes)
         COMMAND bash "${_run_assistant}" compare "${_out}/assistant_1t" "$<TARGET_FILE:assistant_static>"
                 -- ${GGML_RS_ASSISTANT_ARGS})
     set_tests_properties(host_assistant_concurrent_simd PROPERTIES
-        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3;LLAMA_RUN_FLASH_ATTN=on"
+        ENVIRONMENT "ASSISTANT_THREADS=1;ASSISTANT_TAG=_concurrent_simd;ASSISTANT_SIMD=1;ASSISTANT_ARGS=--rounds 3"
         TIMEOUT 900 LABELS "host;assistant;concurrent;simd;static" RUN_SERIAL TRUE
         FIXTURES_REQUIRED host_assistant_ref_1t)
   endif()

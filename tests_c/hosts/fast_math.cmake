@@ -39,7 +39,7 @@ foreach(_fm_mode stock static)
   _ggml_rs_core_variant(lm_core_${_fm_mode} lm_core_fastmath_${_fm_mode} "${GGML_RS_FAST_MATH_FLAGS}")
   set(_fm_exe llama_driver_fastmath_${_fm_mode})
   ggml_rs_host_objects(lm ${_fm_mode} _fm_host)
-  add_executable(${_fm_exe} EXCLUDE_FROM_ALL llama_driver.cpp
+  add_executable(${_fm_exe} llama_driver.cpp
       $<TARGET_OBJECTS:llama_run_${_fm_mode}> $<TARGET_OBJECTS:${_fm_host}>)
   set_target_properties(${_fm_exe} PROPERTIES LINKER_LANGUAGE CXX CXX_STANDARD 17 CXX_STANDARD_REQUIRED ON)
   target_compile_options(${_fm_exe} PRIVATE -O2 -pthread)
@@ -50,7 +50,7 @@ foreach(_fm_mode stock static)
   ggml_rs_link_host(${_fm_exe} lm_core_fastmath_${_fm_mode} ${_fm_mode})
 endforeach()
 
-set(_fm_args -m "${GGML_RS_LLAMA_MODEL}" -p 100 -n 48 --flash-attn on)
+set(_fm_args -m "${GGML_RS_LLAMA_MODEL}" -p 100 -n 48)
 add_test(NAME host_cui_llama_fastmath_simd
     COMMAND bash "${CMAKE_CURRENT_SOURCE_DIR}/run-simd.sh" llama "${_out}/cui_llama_fastmath_simd"
             "$<TARGET_FILE:llama_driver_stock>" "$<TARGET_FILE:llama_driver_fastmath_static>"

@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -150,16 +149,9 @@ llama_session * llama_session_open(const llama_job & job) {
     cparams.n_ubatch = job.n_ubatch;
     cparams.n_threads = job.n_threads;
     cparams.n_threads_batch = job.n_threads;
-    // LLAMA_RUN_FLASH_ATTN=on|off (tests) stands in for an unset --flash-attn: llama.cpp's auto turns
-    // flash attention off when its node runs on another device than the layer's (the SIMD ACCEL
-    // device does), so a SIMD run compares with stock's auto only with the choice made explicit
-    int fa = job.flash_attn;
-    if (const char * e = getenv("LLAMA_RUN_FLASH_ATTN"); e && fa < 0) {
-        fa = strcmp(e, "on") == 0 ? 1 : strcmp(e, "off") == 0 ? 0 : -1;
-    }
-    cparams.flash_attn_type = fa < 0   ? LLAMA_FLASH_ATTN_TYPE_AUTO
-                              : fa > 0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-                                       : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cparams.flash_attn_type = job.flash_attn < 0   ? LLAMA_FLASH_ATTN_TYPE_AUTO
+                              : job.flash_attn > 0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                                                   : LLAMA_FLASH_ATTN_TYPE_DISABLED;
     s->ctx = llama_init_from_model(s->model, cparams);
     if (!s->ctx) {
         fprintf(stderr, "llama: failed to create context\n");

@@ -45,7 +45,7 @@ if(GGML_RS_REV2026_LM)
   # ggml's repacked layout computed by SIMD, kernels/src/ops/mul_mat/repacked.rs); run-simd.sh fails
   # on any split off SIMD. SIMD generates 96 tokens.
   set(_qm_gemma_declined "")
-  set(_qm_gemma_simd_args -m "${GGML_RS_GEMMA_MODEL}" -p 64 -n 96 --flash-attn on)
+  set(_qm_gemma_simd_args -m "${GGML_RS_GEMMA_MODEL}" -p 64 -n 96)
   foreach(_qm IN ITEMS cui:lm:llama_driver lm12:lm12:llama12_driver)
     string(REPLACE ":" ";" _qm "${_qm}")
     list(GET _qm 0 _qm_tag)

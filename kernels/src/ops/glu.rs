@@ -280,7 +280,7 @@ mod tests {
         let node = |op: i32, dst: Raw, a: Raw, b: Option<Raw>, order: CpuOrder| {
             let mut params = [0; 16];
             params[0] = op;
-            Node { op: crate::op::Op::Glu, dst, src: [Some(a), b, None], params, order, q8k: None }
+            Node { op: crate::op::Op::Glu, dst, src: [Some(a), b, None, None, None], params, order, q8k: None, repack: None }
         };
         let (d, a) = (t(F32, [1536, 7, 1, 1]), t(F32, [3072, 7, 1, 1]));
         for op in [REGLU, GEGLU, SWIGLU] {

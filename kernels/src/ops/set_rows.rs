@@ -275,7 +275,7 @@ mod tests {
     }
 
     fn node(dst: Raw, src: Raw, idx: Raw, order: CpuOrder) -> Node {
-        Node { op: crate::op::Op::SetRows, dst, src: [Some(src), Some(idx), Some(dst)], params: [0; 16], order, q8k: None }
+        Node { op: crate::op::Op::SetRows, dst, src: [Some(src), Some(idx), Some(dst), None, None], params: [0; 16], order, q8k: None, repack: None }
     }
 
     /// What `supports` takes: ggml_set_rows's shapes on 2026 revisions, nothing before.

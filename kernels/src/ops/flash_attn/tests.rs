@@ -76,6 +76,7 @@ fn run(c: &Case, threads: usize) {
         params,
         order: ORDER_2026,
         q8k: None,
+        repack: None,
     };
     assert!(supports(&node));
     let pool = Pool::new(threads);
@@ -152,7 +153,7 @@ fn declines_what_it_does_not_reproduce() {
     let p = b.as_mut_ptr();
     let q = raw(p, F32, 4, [64, 1, 2, 1]);
     let k = raw(p, F16, 2, [64, 8, 1, 1]);
-    let base = Node { op: Op::FlashAttnExt, dst: raw(p, F32, 4, [64, 2, 1, 1]), src: [Some(q), Some(k), Some(k), None, None], params: [0; 16], order: ORDER_2026, q8k: None };
+    let base = Node { op: Op::FlashAttnExt, dst: raw(p, F32, 4, [64, 2, 1, 1]), src: [Some(q), Some(k), Some(k), None, None], params: [0; 16], order: ORDER_2026, q8k: None, repack: None };
     assert_eq!(supports(&base), is_x86(simd_level()));
     let mut n = base;
     n.order = CpuOrder::BEFORE_2026;

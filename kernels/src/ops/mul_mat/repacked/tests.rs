@@ -215,7 +215,7 @@ fn node_matches_reference_and_plain_product() {
             for threads in [1, 2] {
                 let mut out = vec![f32::NAN; m * rows * planes];
                 let d = Raw { data: out.as_mut_ptr() as *mut u8, ne: [m, rows, planes, 1], nb: [4, 4 * m, 4 * m * rows, 4 * m * rows * planes], ty: F32 };
-                let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(Repack::Q4Kx8) };
+                let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None, None, None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(Repack::Q4Kx8) };
                 assert!(supports(&node));
                 let pool = Pool::new(threads);
                 assert!(compute(&pool.session(), &node));
@@ -262,16 +262,16 @@ fn declines_other_layouts_and_shapes() {
     let d = Raw { data: out.as_mut_ptr() as *mut u8, ne: [16, 2, 1, 1], nb: [4, 64, 128, 128], ty: F32 };
     // SAFETY: as above.
     let host = unsafe { HostQ8K::new(rust_q8k) };
-    let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(Repack::Q4Kx8) };
+    let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None, None, None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(Repack::Q4Kx8) };
     assert_eq!(supports(&node), have_avx2());
     assert!(!supports(&Node { repack: Some(Repack::Other), ..node }));
     assert!(!crate::ops::mul_mat::supports(&Node { repack: Some(Repack::Other), ..node }));
     assert!(!supports(&Node { q8k: None, ..node }));
     let rows12 = Raw { ne: [256, 12, 1, 1], ..a };
-    assert!(!supports(&Node { src: [Some(rows12), Some(b), None], dst: Raw { ne: [12, 2, 1, 1], ..d }, ..node }));
+    assert!(!supports(&Node { src: [Some(rows12), Some(b), None, None, None], dst: Raw { ne: [12, 2, 1, 1], ..d }, ..node }));
     let q4_0 = Raw { ty: type_id::Q4_0, ..a };
-    assert!(!supports(&Node { src: [Some(q4_0), Some(b), None], ..node }));
+    assert!(!supports(&Node { src: [Some(q4_0), Some(b), None, None, None], ..node }));
     let f16 = Raw { ty: crate::view::F16, nb: [2, 512, 1024, 1024], ..b };
-    assert!(!supports(&Node { src: [Some(a), Some(f16), None], ..node }));
+    assert!(!supports(&Node { src: [Some(a), Some(f16), None, None, None], ..node }));
     assert!(crate::ops::mul_mat::streamed::Streamed::of(&node).is_none());
 }
