@@ -78,6 +78,9 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_cpy)                            \
     X(P##ggml_get_rows)                       \
     X(P##ggml_im2col)                         \
+    X(P##ggml_glu_split)                      \
+    X(P##ggml_set_rows)                       \
+    X(P##ggml_flash_attn_ext)                 \
     X(P##ggml_backend_cpu_init)               \
     X(P##ggml_backend_cpu_set_n_threads)
 

@@ -26,6 +26,12 @@ pub enum Build {
     Rope { n_dims: i32, mode: i32 },
     /// `ggml_im2col(ctx, kernel, data, s0, 0, p0, 0, d0, 0, false, dst_type)`: 1-D, as whisper's
     Im2col1d { s0: i32, p0: i32, d0: i32, dst_type: i32 },
+    /// `ggml_glu_split(ctx, a, b, op)` (2026: SwiGLU 2, GeGLU 1)
+    GluSplit { op: i32 },
+    /// `ggml_set_rows(ctx, a, b, c)`: rows of b into a at indices c
+    SetRows,
+    /// `ggml_flash_attn_ext(ctx, q, k, v, mask, scale, 0, 0)`; the mask is the fourth source, if any
+    FlashAttnExt { scale: f32 },
 }
 
 type T<R> = *mut Tensor<R>;
@@ -102,6 +108,7 @@ impl<R: Rev> HostGraph<R> {
             0 => dst.chunks_exact_mut(4).zip(values).for_each(|(d, v)| d.copy_from_slice(&v.to_le_bytes())),
             1 => dst.chunks_exact_mut(2).zip(values).for_each(|(d, v)| d.copy_from_slice(&crate::simd::quant::f16::fp32_to_fp16(*v).to_le_bytes())),
             26 => dst.chunks_exact_mut(4).zip(values).for_each(|(d, v)| d.copy_from_slice(&(*v as i32).to_le_bytes())),
+            27 => dst.chunks_exact_mut(8).zip(values).for_each(|(d, v)| d.copy_from_slice(&(*v as i64).to_le_bytes())),
             _ => {
                 let q = traits_cpu::<R>(ty)?.from_float?;
                 // SAFETY: the host's quantizer of `ty` reads `n` floats and writes the tensor's
@@ -134,6 +141,12 @@ impl<R: Rev> HostGraph<R> {
                     type Im2col<R> = unsafe extern "C" fn(Ctx, T<R>, T<R>, i32, i32, i32, i32, i32, i32, bool, i32) -> T<R>;
                     host_fn::<R, Im2col<R>>("im2col")?(ctx, s(0), s(1), s0, 0, p0, 0, d0, 0, false, dst_type)
                 }
+                Build::GluSplit { op } => host_fn::<R, unsafe extern "C" fn(Ctx, T<R>, T<R>, i32) -> T<R>>("glu_split")?(ctx, s(0), s(1), op),
+                Build::SetRows => host_fn::<R, unsafe extern "C" fn(Ctx, T<R>, T<R>, T<R>) -> T<R>>("set_rows")?(ctx, s(0), s(1), s(2)),
+                Build::FlashAttnExt { scale } => {
+                    type Fa<R> = unsafe extern "C" fn(Ctx, T<R>, T<R>, T<R>, T<R>, f32, f32, f32) -> T<R>;
+                    host_fn::<R, Fa<R>>("flash_attn_ext")?(ctx, s(0), s(1), s(2), s(3), scale, 0.0, 0.0)
+                }
             }
         };
         self.add(t)
@@ -154,11 +167,12 @@ impl<R: Rev> HostGraph<R> {
         obj(self.graph).map_or(&[], |g| g.nodes())
     }
 
-    /// The bytes of every output, in the order they were made outputs.
     /// The outputs' types, in the order of [`output_bytes`](Self::output_bytes).
     pub fn output_types(&self) -> Vec<i32> {
         self.outputs.iter().map(|&t| obj(t).map_or(-1, |t| t.type_)).collect()
     }
+
+    /// The bytes of every output, in the order they were made outputs.
 
     pub fn output_bytes(&self) -> Vec<Vec<u8>> {
         self.outputs

@@ -37,6 +37,7 @@ use crate::host_graph::{Build, HostCpu, HostGraph, Id};
 const F32: i32 = 0;
 const F16: i32 = 1;
 const I32: i32 = 26;
+const I64: i32 = 27;
 /// The weight formats the SIMD products and GET_ROWS take (type ids are the same in every revision).
 const WEIGHTS: [(i32, &str); 11] =
     [(0, "f32"), (1, "f16"), (2, "q4_0"), (3, "q4_1"), (6, "q5_0"), (7, "q5_1"), (8, "q8_0"), (12, "q4_K"), (13, "q5_K"), (14, "q6_K"), (20, "iq4_nl")];
@@ -47,7 +48,7 @@ const WEIGHTS: [(i32, &str); 11] =
 pub struct Kind {
     op: Op,
     types: [i32; 3],
-    /// ROPE: the mode; 0 otherwise
+    /// ROPE: the mode; GLU: which one (`op_params[0]`); FLASH_ATTN_EXT: 1 with a mask; 0 otherwise
     mode: i32,
     after_rms_norm: bool,
 }
@@ -56,17 +57,28 @@ impl Kind {
     fn of<R: Rev>(t: &Tensor<R>, n: &Node) -> Kind {
         let ty = |i: usize| n.src[i].map_or(-1, |s| s.ty);
         let after_rms_norm = n.op == Op::Mul && t.src[..2].iter().any(|&s| obj(s).is_some_and(|s| s.op == R::OPS.rms_norm));
-        Kind { op: n.op, types: [ty(0), ty(1), n.dst.ty], mode: if n.op == Op::Rope { n.params[2] } else { 0 }, after_rms_norm }
+        Kind { op: n.op, types: [ty(0), ty(1), n.dst.ty], mode: match n.op {
+            Op::Rope => n.params[2],
+            Op::Glu => n.params[0],
+            Op::FlashAttnExt => n.src[3].is_some() as i32,
+            _ => 0,
+        }, after_rms_norm }
     }
 
     fn name(&self) -> String {
         let ty = |t: i32| match t {
             I32 => "i32",
+            I64 => "i64",
             -1 => "-",
             _ => WEIGHTS.iter().find(|w| w.0 == t).map_or("?", |w| w.1),
         };
         let op = if self.after_rms_norm { "MUL after RMS_NORM" } else { self.op.name() };
-        let mode = if self.op == Op::Rope { format!(" mode {}", self.mode) } else { String::new() };
+        let mode = match self.op {
+            Op::Rope => format!(" mode {}", self.mode),
+            Op::Glu => format!(" op {}", self.mode),
+            Op::FlashAttnExt if self.mode == 1 => " masked".to_string(),
+            _ => String::new(),
+        };
         format!("{}({},{}->{}){}", op, ty(self.types[0]), ty(self.types[1]), ty(self.types[2]), mode)
     }
 }
@@ -335,6 +347,10 @@ enum Case {
     Rope(i32),
     Copy(i32, i32),
     Im2col,
+    /// GLU of the split form, by its `ggml_glu_op` (2026 numbering: GeGLU 1, SwiGLU 2)
+    Glu(i32),
+    SetRows,
+    FlashAttn { mask: bool },
 }
 
 impl Case {
@@ -355,6 +371,8 @@ fn cases() -> Vec<Case> {
     c.extend([Build::WithF32("scale", 0.125), Build::Unary("sqr"), Build::Unary("sqrt"), Build::Unary("silu"), Build::Unary("gelu")].map(Case::Unary));
     c.extend([Case::SoftMax { mask: None }, Case::SoftMax { mask: Some(F16) }, Case::SoftMax { mask: Some(F32) }, Case::Rope(0), Case::Rope(2)]);
     c.extend([Case::Copy(F32, F16), Case::Copy(F16, F32), Case::Im2col]);
+    // the 2026 graphs' ops (a host without their constructors skips them)
+    c.extend([Case::Glu(1), Case::Glu(2), Case::SetRows, Case::FlashAttn { mask: false }, Case::FlashAttn { mask: true }]);
     c
 }
 
@@ -482,6 +500,30 @@ fn build<R: Rev>(case: &Case) -> Option<HostGraph<R>> {
             let a = input(&mut g, from, [64, 5, 1, 1], 12)?;
             let b = input(&mut g, to, [64, 5, 1, 1], 13)?;
             g.op(Build::Binary("cpy"), &[a, b])?
+        }
+        Case::Glu(op) => {
+            // 643 wide: ggml's vector loop and its leftover scalar loop
+            let a = input(&mut g, F32, [643, 5, 1, 1], 16)?;
+            let b = input(&mut g, F32, [643, 5, 1, 1], 17)?;
+            g.op(Build::GluSplit { op }, &[a, b])?
+        }
+        Case::SetRows => {
+            // rows into an F16 cache at I64 indices, as the 2026 KV cache stores
+            let cache = input(&mut g, F16, [64, 8, 1, 1], 18)?;
+            let rows = input(&mut g, F32, [64, 3, 1, 1], 19)?;
+            let idx = g.input(I64, [3, 1, 1, 1], &[5.0, 0.0, 2.0])?;
+            g.op(Build::SetRows, &[cache, rows, idx])?
+        }
+        Case::FlashAttn { mask } => {
+            // 7 queries of 4 heads on 2 K/V heads (grouped), 40 keys, head size 64, F16 K/V
+            let q = input(&mut g, F32, [64, 7, 4, 1], 20)?;
+            let k = input(&mut g, F16, [64, 40, 2, 1], 21)?;
+            let v = input(&mut g, F16, [64, 40, 2, 1], 22)?;
+            let mut s = vec![q, k, v];
+            if mask {
+                s.push(input(&mut g, F16, [40, 7, 1, 1], 23)?);
+            }
+            g.op(Build::FlashAttnExt { scale: 0.125 }, &s)?
         }
         Case::Im2col => {
             // whisper's first convolution, small: kernel 3 × 8 channels × 4, data 32 × 8
