@@ -29,6 +29,7 @@
 
 use super::{exec, node};
 use super::op::{Node, Op};
+use crate::abi::CpuOrder;
 use super::pool::Pool;
 use crate::abi::vtable::obj;
 use crate::abi::{LogLevel, Rev, Tensor};
@@ -202,7 +203,7 @@ fn check<R: Rev>() -> Verdicts {
     let faults: Vec<String> = std::env::var("GGML_RS_FAULT_SIMD_ORDER").map(|s| s.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect()).unwrap_or_default();
     let mut declined = Vec::new();
     let mut within = Vec::new();
-    for case in cases() {
+    for case in cases(R::CPU_ORDER) {
         let Some(g) = build::<R>(&case) else { continue };
         // the kind is the last node's (an output, made last)
         let Some(kind) = g.nodes().last().and_then(|&t| obj(t)).map(|t| Kind::of(t, &node::node(t))) else { continue };
@@ -362,7 +363,7 @@ impl Case {
     }
 }
 
-fn cases() -> Vec<Case> {
+fn cases(order: CpuOrder) -> Vec<Case> {
     let mut c: Vec<Case> = WEIGHTS.iter().map(|&(w, _)| Case::MulMat(w, F32)).collect();
     c.push(Case::MulMat(F16, F16));
     c.extend(WEIGHTS.iter().map(|&(w, _)| Case::GetRows(w)));
@@ -371,8 +372,11 @@ fn cases() -> Vec<Case> {
     c.extend([Build::WithF32("scale", 0.125), Build::Unary("sqr"), Build::Unary("sqrt"), Build::Unary("silu"), Build::Unary("gelu")].map(Case::Unary));
     c.extend([Case::SoftMax { mask: None }, Case::SoftMax { mask: Some(F16) }, Case::SoftMax { mask: Some(F32) }, Case::Rope(0), Case::Rope(2)]);
     c.extend([Case::Copy(F32, F16), Case::Copy(F16, F32), Case::Im2col]);
-    // the 2026 graphs' ops (a host without their constructors skips them)
-    c.extend([Case::Glu(1), Case::Glu(2), Case::SetRows, Case::FlashAttn { mask: false }, Case::FlashAttn { mask: true }]);
+    // the 2026 graphs' ops, which SIMD computes on the 2026 revisions only: the older hosts'
+    // constructors differ (and assert on what 2026 accepts: an unpadded flash-attention mask)
+    if order != CpuOrder::BEFORE_2026 {
+        c.extend([Case::Glu(1), Case::Glu(2), Case::SetRows, Case::FlashAttn { mask: false }, Case::FlashAttn { mask: true }]);
+    }
     c
 }
 
@@ -521,7 +525,8 @@ fn build<R: Rev>(case: &Case) -> Option<HostGraph<R>> {
             let v = input(&mut g, F16, [64, 40, 2, 1], 22)?;
             let mut s = vec![q, k, v];
             if mask {
-                s.push(input(&mut g, F16, [40, 7, 1, 1], 23)?);
+                // rows padded to 64 (GGML_KQ_MASK_PAD, which some revisions assert on)
+                s.push(input(&mut g, F16, [40, 64, 1, 1], 23)?);
             }
             g.op(Build::FlashAttnExt { scale: 0.125 }, &s)?
         }
@@ -615,6 +620,16 @@ mod tests {
         assert!((e - 2f64.powi(-20)).abs() < 1e-15, "{e}");
         assert!(nmse(&[I32], &[vec![0; 4]], &[vec![1, 0, 0, 0]]).is_infinite());
         assert!(nmse(&[F32], &[f(&[f32::NAN])], &[f(&[1.0])]).is_nan());
+    }
+
+    /// The 2026 ops are probed on the 2026 revisions only: the older hosts' constructors assert on
+    /// the 2026 shapes (an unpadded flash-attention mask aborted every 2024 host at start-up).
+    #[test]
+    fn the_2026_ops_are_probed_on_2026_hosts_only() {
+        let new_ops = |c: &Case| matches!(c, Case::Glu(_) | Case::SetRows | Case::FlashAttn { .. });
+        assert!(!cases(CpuOrder::BEFORE_2026).iter().any(new_ops));
+        let y2026 = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
+        assert_eq!(cases(y2026).iter().filter(|c| new_ops(c)).count(), 5);
     }
 
     #[test]
