@@ -108,6 +108,13 @@ pub enum Repack {
     /// (`block_q4_Kx8`: 8 rows interleaved 8 bytes at a time, computed by
     /// `ggml_gemv/gemm_q4_K_8x8_q8_K`); every other source is plain.
     Q4Kx8,
+    /// `src[0]` of a MUL_MAT is Q4_0 as ggml-cpu repacks it on such a host (`block_q4_0x8`: 8
+    /// rows interleaved 8 bytes at a time, nibbles xor 0x88, computed by
+    /// `ggml_gemv/gemm_q4_0_8x8_q8_0`); every other source is plain.
+    Q4_0x8,
+    /// `src[0]` of a MUL_MAT is IQ4_NL as ggml-cpu repacks it on such a host (`block_iq4_nlx8`:
+    /// Q4_0's interleave without the xor, computed by `ggml_gemv/gemm_iq4_nl_8x8_q8_0`).
+    IQ4NLx8,
     /// A source in a layout the kernels do not read: the node is declined.
     Other,
 }

@@ -85,13 +85,18 @@ fn foreign_buffer<R: Rev>(s: &Tensor<R>) -> Option<bool> {
 }
 
 /// How node `t`'s sources are laid out when one of them is not in host memory as ggml's rows
-/// (see [`Repack`]): [`Repack::Q4Kx8`] for a MUL_MAT whose weights alone ggml-cpu repacked, as
-/// `block_q4_Kx8` (Q4_K, not a view, the host's ggml-cpu an AVX2 build); [`Repack::Other`] for
-/// every other node reading such a source (declined: GET_ROWS of a repacked table, say, which
-/// ggml-cpu's repack buffer does not support either).
+/// (see [`Repack`]): for a MUL_MAT whose weights alone ggml-cpu repacked (not a view, the host's
+/// ggml-cpu an AVX2 build without AVX-512), by their type: [`Repack::Q4Kx8`] (Q4_K,
+/// `block_q4_Kx8`), [`Repack::Q4_0x8`] (Q4_0, `block_q4_0x8`), [`Repack::IQ4NLx8`] (IQ4_NL,
+/// `block_iq4_nlx8`): `ggml_repack_get_optimal_repack_type` picks these three on x86 on the same
+/// condition, `ggml_cpu_has_avx2()`. [`Repack::Other`] for every other node reading such a source
+/// (declined: GET_ROWS of a repacked table, say, which ggml-cpu's repack buffer does not support
+/// either).
 fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
-    /// `GGML_TYPE_Q4_K`, numbered alike in every revision.
+    // `GGML_TYPE_Q4_0`, `GGML_TYPE_Q4_K`, `GGML_TYPE_IQ4_NL`, numbered alike in every revision
+    const Q4_0: i32 = 2;
     const Q4_K: i32 = 12;
+    const IQ4_NL: i32 = 20;
     let mut any = false;
     let mut only_src0 = true;
     for (i, s) in t.src.iter().enumerate().filter_map(|(i, &s)| Some((i, obj(s)?))) {
@@ -102,9 +107,15 @@ fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
     if !any {
         return None;
     }
-    let w = obj(t.src[0]);
-    let q4k = op == Op::MulMat && only_src0 && w.is_some_and(|w| w.view_src.is_null() && w.type_ == Q4_K) && crate::host::cpu_repacks_q4k_x8::<R>();
-    Some(if q4k { Repack::Q4Kx8 } else { Repack::Other })
+    let w = obj(t.src[0]).filter(|w| op == Op::MulMat && only_src0 && w.view_src.is_null());
+    let layout = match w.map(|w| w.type_) {
+        Some(Q4_K) => Repack::Q4Kx8,
+        Some(Q4_0) => Repack::Q4_0x8,
+        Some(IQ4_NL) => Repack::IQ4NLx8,
+        _ => Repack::Other,
+    };
+    // the x86 AVX2 layouts above, read only where ggml-cpu makes them
+    Some(if layout != Repack::Other && crate::host::cpu_repacks_q4k_x8::<R>() { layout } else { Repack::Other })
 }
 
 #[cfg(test)]

@@ -1,22 +1,29 @@
 //! MUL_MAT with weights that ggml-cpu repacked (`CPU_REPACK` buffers, ggml-cpu/repack.cpp), in
-//! ggml-cpu's own arithmetic, so the 2026 hosts' Q4_K weights need not stay on ggml-cpu (every
-//! Gemma graph was split between the two backends around them).
+//! ggml-cpu's own arithmetic, so the 2026 hosts' Q4_K, Q4_0 and IQ4_NL weights need not stay on
+//! ggml-cpu (every graph of such a model was split between the two backends around them).
 //!
-//! Only [`Repack::Q4Kx8`]: Q4_K as an AVX2 ggml-cpu without AVX-512 repacks it (`block_q4_Kx8`,
-//! eight weight rows interleaved eight quant bytes at a time, their scales regrouped per
-//! sub-block). ggml-cpu's `tensor_traits::forward_mul_mat` quantizes each plane's activation rows
-//! in groups of four with `ggml_quantize_mat_q8_K_4x8` (its own rule: `round(x * iscale)` with the
-//! sign taken from whether a positive value reaches the maximum) and the rest (`ne11 % 4` rows)
-//! with ggml-cpu's `quantize_row_q8_K`; the first rows go through `ggml_gemm_q4_K_8x8_q8_K`, the
-//! rest through `ggml_gemv_q4_K_8x8_q8_K`. Both form exact integer sums (scale times quant dot
-//! per sub-block, minimum times activation sum), so only their float steps need following:
+//! The layouts an AVX2 ggml-cpu without AVX-512 makes (`ggml_repack_get_optimal_repack_type`),
+//! eight weight rows interleaved; all three go through `tensor_traits::forward_mul_mat`, which
+//! quantizes each plane's activation rows in groups of four with `ggml_quantize_mat_t` (the
+//! first `ne11 - ne11 % 4` rows, computed by the layout's `ggml_gemm_*`) and the rest with the
+//! type's `from_float` (computed by its `ggml_gemv_*`). Which rows take which path depends only
+//! on a row's index in its plane, not on the threads, so every output has one value whatever the
+//! split.
+//!
+//! [`Repack::Q4Kx8`]: Q4_K as `block_q4_Kx8` (eight quant bytes at a time, their scales
+//! regrouped per sub-block). The groups of four are quantized by `ggml_quantize_mat_q8_K_4x8`
+//! (its own rule: `round(x * iscale)` with the sign taken from whether a positive value reaches
+//! the maximum), the rest by ggml-cpu's `quantize_row_q8_K`; the first rows go through
+//! `ggml_gemm_q4_K_8x8_q8_K`, the rest through `ggml_gemv_q4_K_8x8_q8_K`. Both form exact
+//! integer sums (scale times quant dot per sub-block, minimum times activation sum), so only
+//! their float steps need following:
 //! - gemm: per super-block and pair of sub-blocks, `acc = fma(I, d_w * d_a, acc)` and
 //!   `acc_min = fma(M, dmin_w * d_a, acc_min)` (four of each per super-block);
 //! - gemv: the same once per super-block, over the eight sub-blocks' integers;
 //! - the output is `acc - acc_min`.
 //!
-//! Which rows take which path depends only on a row's index in its plane, not on the threads,
-//! so every output has one value whatever the split. The AVX2 kernel is in `repacked/avx2.rs`.
+//! The AVX2 kernel is in `repacked/avx2.rs`. [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
+//! (32-value blocks with one scale, Q8_0 activations) are in `repacked/b32.rs`.
 
 use crate::cpu_features::{simd_level, SimdLevel};
 use crate::op::{Node, Repack};
@@ -29,6 +36,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+mod b32;
 
 /// Bytes of one `block_q4_Kx8`: eight Q4_K super-blocks (8 x 144).
 pub const Q4KX8_BYTES: usize = 8 * 144;
@@ -108,25 +116,30 @@ pub(crate) fn quantize_row_4x8(x: &[f32], out: &mut [ActBlock]) {
     }
 }
 
-/// Repacked products this module computes: a 2-D Q4_K weight of whole `block_q4_Kx8` groups
-/// (rows a multiple of 8, as ggml repacks only those) against F32 activation rows, on an x86 CPU
-/// with the AVX2 kernels, with the host's Q8_K quantizer for the rows outside groups of four.
-/// ggml-cpu's repacked MUL_MAT takes the same shapes (3-D activations, no dim 3).
+/// Repacked products this module computes: a 2-D weight of whole groups of eight rows (rows a
+/// multiple of 8, as ggml repacks only those) in one of the layouts above, against F32
+/// activation rows, on an x86 CPU with the AVX2 kernels (and, for Q4_K, the host's Q8_K
+/// quantizer for the rows outside groups of four). ggml-cpu's repacked MUL_MAT takes the same
+/// shapes (3-D activations, no dim 3).
 pub fn supports(n: &Node) -> bool {
+    let (ty, qk, block_bytes) = match n.repack {
+        Some(Repack::Q4Kx8) if n.q8k.is_some() => (type_id::Q4_K, QK_K, 144),
+        Some(Repack::Q4_0x8) => (type_id::Q4_0, b32::QK, b32::BLOCK_BYTES),
+        Some(Repack::IQ4NLx8) => (type_id::IQ4_NL, b32::QK, b32::BLOCK_BYTES),
+        _ => return false,
+    };
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
-    n.repack == Some(Repack::Q4Kx8)
-        && cfg!(target_arch = "x86_64")
+    cfg!(target_arch = "x86_64")
         && matches!(simd_level(), SimdLevel::Avx2 | SimdLevel::Avx512)
-        && n.q8k.is_some()
-        && a.ty == type_id::Q4_K
+        && a.ty == ty
         && a.ne[0] > 0
-        && a.ne[0].is_multiple_of(QK_K)
+        && a.ne[0].is_multiple_of(qk)
         && a.ne[1] > 0
         && a.ne[1].is_multiple_of(8)
         && a.ne[2] == 1
         && a.ne[3] == 1
-        && a.nb[0] == 144
-        && a.nb[1] == 144 * (a.ne[0] / QK_K)
+        && a.nb[0] == block_bytes
+        && a.nb[1] == block_bytes * (a.ne[0] / qk)
         && b.ty == F32
         && b.nb[0] == 4
         && b.nb[1].is_multiple_of(4)
@@ -142,38 +155,33 @@ pub fn supports(n: &Node) -> bool {
 
 /// `dst = src0 . src1` for a node [`supports`] accepted. `false` when a worker panicked.
 pub fn compute(s: &Session, n: &Node) -> bool {
+    match n.repack {
+        Some(Repack::Q4Kx8) => compute_q4k(s, n),
+        Some(Repack::Q4_0x8) => b32::compute(s, n, &b32::Q4_0_VALUES),
+        Some(Repack::IQ4NLx8) => b32::compute(s, n, &crate::quant::iq4_nl::KVALUES),
+        _ => false,
+    }
+}
+
+/// Quantizes every activation row (`planes * rows` of them, `nb` blocks each) into `acts` with
+/// `quantize(x, j, out)` (`j`: the row's index in its plane, which picks ggml's quantizer), in
+/// parallel. `false` when a worker panicked.
+fn quantize_rows<A: Send>(s: &Session, b: &crate::view::Raw, acts: &mut [A], nb: usize, quantize: impl Fn(&[f32], usize, &mut [A]) + Sync) -> bool {
+    let (k, rows, planes) = (b.ne[0], b.ne[1], b.ne[2]);
+    let slots: Vec<Mutex<&mut [A]>> = acts.chunks_exact_mut(nb).map(Mutex::new).collect();
+    super::super::for_rows(s, planes * rows, planes * rows * k, |r| {
+        let (p, j) = (r / rows, r % rows);
+        quantize(b.f32_at(b.offset(0, j, p, 0), k), j, &mut slots[r].lock());
+    })
+}
+
+/// The groups of eight weight rows (each `group_bytes` long) against every activation row, in
+/// chunks of whole groups per plane handed out to the threads: `row(p, j)` is what the kernel
+/// takes of plane `p`'s row `j`, `group(w, tile, out)` computes `out[r][c]` (weight row `c` of
+/// the group) for up to [`TILE`] rows. `false` when a worker panicked.
+fn for_groups<T: Sync>(s: &Session, n: &Node, group_bytes: usize, row: impl Fn(usize, usize) -> T + Sync, group: impl Fn(&[u8], &[T], &mut [[f32; 8]]) + Sync) -> bool {
     let (d, a, b) = (n.dst, n.src(0), n.src(1));
-    let Some(q8k) = n.q8k else { return false };
     let (k, m, rows, planes) = (a.ne[0], a.ne[1], b.ne[1], b.ne[2]);
-    let nb = k / QK_K;
-    if rows == 0 || planes == 0 {
-        return true;
-    }
-    // ggml's `forward_mul_mat`: each plane's rows in groups of four by the 4x8 rule, the rest
-    // by ggml-cpu's quantize_row_q8_K
-    let gemm_rows = rows - rows % 4;
-    let mut acts = vec![ActBlock::ZERO; planes * rows * nb];
-    {
-        let slots: Vec<Mutex<&mut [ActBlock]>> = acts.chunks_exact_mut(nb).map(Mutex::new).collect();
-        let ok = super::super::for_rows(s, planes * rows, planes * rows * k, |r| {
-            let (p, j) = (r / rows, r % rows);
-            let x = b.f32_at(b.offset(0, j, p, 0), k);
-            let mut out = slots[r].lock();
-            if j < gemm_rows {
-                quantize_row_4x8(x, &mut out);
-            } else {
-                let mut q = vec![BlockQ8K::default(); nb];
-                q8k.quantize(x, &mut q);
-                for (o, q) in out.iter_mut().zip(&q) {
-                    *o = ActBlock::from_q8k(q);
-                }
-            }
-        });
-        if !ok {
-            return false;
-        }
-    }
-    let acts = acts;
     let groups = m / 8;
     let nth = s.n_threads();
     // chunks of whole groups, at least four per thread (ggml-cpu hands out chunks the same way)
@@ -190,11 +198,9 @@ pub fn compute(s: &Session, n: &Node) -> bool {
         let mut out = [[0f32; 8]; TILE];
         for t0 in (0..rows).step_by(TILE) {
             let t1 = (t0 + TILE).min(rows);
-            let tile: Vec<(&[ActBlock], bool)> =
-                (t0..t1).map(|j| (&acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], j < gemm_rows)).collect();
+            let tile: Vec<T> = (t0..t1).map(|j| row(p, j)).collect();
             for g in g0..g1 {
-                let w = a.bytes_at(g * nb * Q4KX8_BYTES, nb * Q4KX8_BYTES);
-                group(w, &tile, &mut out);
+                group(a.bytes_at(g * group_bytes, group_bytes), &tile, &mut out);
                 for (j, o) in (t0..t1).zip(&out) {
                     d.f32_at_mut(d.offset(8 * g, j, p, 0), 8).copy_from_slice(o);
                 }
@@ -206,6 +212,37 @@ pub fn compute(s: &Session, n: &Node) -> bool {
     } else {
         s.run(&work)
     }
+}
+
+/// [`compute`] for [`Repack::Q4Kx8`].
+fn compute_q4k(s: &Session, n: &Node) -> bool {
+    let (a, b) = (n.src(0), n.src(1));
+    let Some(q8k) = n.q8k else { return false };
+    let (k, rows, planes) = (a.ne[0], b.ne[1], b.ne[2]);
+    let nb = k / QK_K;
+    if rows == 0 || planes == 0 {
+        return true;
+    }
+    // ggml's `forward_mul_mat`: each plane's rows in groups of four by the 4x8 rule, the rest
+    // by ggml-cpu's quantize_row_q8_K
+    let gemm_rows = rows - rows % 4;
+    let mut acts = vec![ActBlock::ZERO; planes * rows * nb];
+    let ok = quantize_rows(s, &b, &mut acts, nb, |x, j, out| {
+        if j < gemm_rows {
+            quantize_row_4x8(x, out);
+        } else {
+            let mut q = vec![BlockQ8K::default(); nb];
+            q8k.quantize(x, &mut q);
+            for (o, q) in out.iter_mut().zip(&q) {
+                *o = ActBlock::from_q8k(q);
+            }
+        }
+    });
+    if !ok {
+        return false;
+    }
+    let acts = &acts;
+    for_groups(s, n, nb * Q4KX8_BYTES, |p, j| (&acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], j < gemm_rows), |w, tile, out| group(w, tile, out))
 }
 
 /// One group of eight weight rows (`w`: its `block_q4_Kx8`s) against up to [`TILE`] activation
