@@ -161,8 +161,9 @@ pub fn host_q8k<R: Rev>() -> Option<HostQ8K> {
 /// Whether revision `R`'s ggml-cpu repacks Q4_K weights as `block_q4_Kx8` and multiplies them with
 /// its AVX2 kernels: built for AVX2 (`ggml_cpu_has_avx2()`, which ggml-cpu answers from its
 /// compiler flags, as `ggml_repack_get_optimal_repack_type` asks) and not for AVX-512 (whose
-/// `ggml_gemm_q4_K_8x8_q8_K` takes other paths), on x86_64. The one repacked layout the SIMD
-/// backend reads (`ggml_rs_kernels::op::Repack::Q4Kx8`).
+/// `ggml_gemm_q4_K_8x8_q8_K` takes other paths), on x86_64. ggml picks its Q4_0 and IQ4_NL 8x8
+/// layouts on the same condition, so this answers for the three layouts the SIMD backend reads
+/// (`ggml_rs_kernels::op::Repack`: Q4Kx8, Q4_0x8, IQ4NLx8).
 pub fn cpu_repacks_q4k_x8<R: Rev>() -> bool {
     static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
     *FOUND.get::<R, _>(|| {
