@@ -46,6 +46,10 @@ const KV_TILE: usize = 64;
 const SPLIT_KV_MIN: usize = 512;
 
 pub fn supports(n: &Node) -> bool {
+    if !cfg!(feature = "ops-2026") {
+        // (a build serving no 2026 revision: the phone library stays within its size budget)
+        return false;
+    }
     if n.order == CpuOrder::BEFORE_2026 || !cfg!(target_arch = "x86_64") || !is_x86(simd_level()) {
         return false;
     }
@@ -71,6 +75,9 @@ pub fn supports(n: &Node) -> bool {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
+    if !cfg!(feature = "ops-2026") {
+        return false;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         let a = Attn::new(n);
