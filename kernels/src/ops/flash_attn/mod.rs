@@ -10,27 +10,30 @@
 //!   chunk order. The result depends on `nth`: ggml's `nth` is taken to be the SIMD pool's thread
 //!   count, which the hosts set with the same `set_n_threads` call as ggml-cpu's (llama.cpp and
 //!   whisper.cpp set every backend's), and the chunks are then computed by whichever threads.
-//! * **one_chunk** (fewer than 64 query rows, or `DV % 8 != 0`): per query row, Q rounded to F16,
-//!   each unmasked key's `vec_dot_f16`, then the online softmax with libm `expf` and the V sum
-//!   kept in **F16** (`ggml_vec_mad_f16` / `ggml_vec_scale_f16` round after every key). Rows are
-//!   independent, so any thread split gives the same bits.
-//! * **tiled** (64+ query rows, `DV % 8 == 0`): tiles of 64 query rows x 64 keys in f32: `Q K^T`
-//!   and `P V` as `simd_gemm`'s per-element FMA chains, the tile's softmax through ggml's
-//!   vectorized expf with f32 partial sums added in f64. A tile whose rows are all masked is
+//! * **one_chunk** (fewer than 64 query rows, or `DV % GGML_F32_EPR != 0`): per query row, Q
+//!   rounded to F16, each unmasked key's `vec_dot_f16`, then the online softmax with libm `expf`
+//!   and the V sum kept in **F16** (`ggml_vec_mad_f16` / `ggml_vec_scale_f16` round after every
+//!   key). Rows are independent, so any thread split gives the same bits.
+//! * **tiled** (64+ query rows, `DV % GGML_F32_EPR == 0`): tiles of 64 query rows x 64 keys in
+//!   f32: `Q K^T` and `P V` as `simd_gemm`'s per-element FMA chains, the tile's softmax through
+//!   ggml's vectorized expf with f32 partial sums added in f64. A tile whose rows are all masked is
 //!   skipped, so the tiles' composition (ggml's chunks of rows, which depend on `nth`) can touch a
 //!   zero's sign; the chunks are cut as ggml cuts them for the pool's thread count.
 //!
 //! Taken: F32 Q, F16 K and V (same type), an optional F16 mask, any scale, K/V heads broadcast
 //! over Q heads (both dims 2 and 3), no ALiBi (`max_bias == 0`), no logit softcap, no sinks, on
-//! the x86 AVX2 / AVX-512 levels (AVX2 arithmetic on both: ggml-cpu is built for AVX2). Declined:
-//! the 2024 revisions, other levels (ggml's NEON/scalar orders are not reproduced), F32 or
-//! quantized K/V, ALiBi, softcap, sinks.
+//! the x86 AVX2 / AVX-512 levels (AVX2 arithmetic on both: ggml-cpu is built for AVX2, `avx2.rs`)
+//! and on NEON (`neon.rs`: ggml's NEON helpers, in half precision where the CPU has FEAT_FP16 as
+//! ggml built with `+fp16`, in f32 elsewhere; the tiled path needs `DV % 4 == 0` there, ggml's
+//! `GGML_F32_EPR`). Declined: the 2024 revisions, the portable level (ggml's scalar order is not
+//! reproduced), F32 or quantized K/V, ALiBi, softcap, sinks.
 
-// Only x86 computes these nodes; elsewhere `supports` declines them and the machinery sits idle.
-#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+// Only x86 and aarch64 compute these nodes; elsewhere `supports` declines them and the machinery
+// sits idle.
+#![cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), allow(dead_code))]
 
 use super::Session;
-use crate::cpu_features::{is_x86, simd_level};
+use crate::cpu_features::{is_x86, simd_level, SimdLevel};
 use crate::op::Node;
 use crate::view::{Raw, F16, F32};
 use crate::CpuOrder;
@@ -38,19 +41,35 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
+#[cfg(target_arch = "x86_64")]
+use avx2 as arch;
+#[cfg(target_arch = "aarch64")]
+mod neon;
+#[cfg(target_arch = "aarch64")]
+use neon as arch;
 
 /// ggml-cpu's tiles (`GGML_FA_TILE_Q`, `GGML_FA_TILE_KV` in ggml-cpu/common.h).
 const Q_TILE: usize = 64;
 const KV_TILE: usize = 64;
 /// Keys from which one query row takes the split-KV path.
 const SPLIT_KV_MIN: usize = 512;
+/// ggml's `GGML_F32_EPR` as built for this architecture (AVX2: 8, NEON: 4): the tiled path needs
+/// `DV` to be a multiple of it.
+const F32_EPR: usize = if cfg!(target_arch = "aarch64") { 4 } else { 8 };
+
+/// Whether this process's kernel level computes these nodes: AVX2 / AVX-512 on x86, NEON on
+/// aarch64 (each level is only ever detected on its own architecture).
+fn level_computes() -> bool {
+    let level = simd_level();
+    (cfg!(target_arch = "x86_64") && is_x86(level)) || (cfg!(target_arch = "aarch64") && level == SimdLevel::Neon)
+}
 
 pub fn supports(n: &Node) -> bool {
     if !cfg!(feature = "ops-2026") {
         // (a build serving no 2026 revision: the phone library stays within its size budget)
         return false;
     }
-    if n.order == CpuOrder::BEFORE_2026 || !cfg!(target_arch = "x86_64") || !is_x86(simd_level()) {
+    if n.order == CpuOrder::BEFORE_2026 || !level_computes() {
         return false;
     }
     let (Some(q), Some(k), Some(v)) = (n.src[0], n.src[1], n.src[2]) else { return false };
@@ -78,7 +97,7 @@ pub fn compute(s: &Session, n: &Node) -> bool {
     if !cfg!(feature = "ops-2026") {
         return false;
     }
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let a = Attn::new(n);
         let aligned = |r: &Raw, b: usize| (r.data as usize).is_multiple_of(b);
@@ -94,7 +113,7 @@ pub fn compute(s: &Session, n: &Node) -> bool {
             one_chunk(s, &a)
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
         let _ = (s, n);
         false
@@ -144,9 +163,9 @@ impl Attn {
         self.nq == 1 && self.n3 == 1 && self.nkv >= SPLIT_KV_MIN
     }
 
-    /// ggml's `use_tiled` (AVX2: `DV % GGML_F32_EPR == 0`, 8 lanes).
+    /// ggml's `use_tiled` (`DV % GGML_F32_EPR == 0`: 8 lanes on AVX2, 4 on NEON).
     fn tiled(&self) -> bool {
-        self.nq >= Q_TILE && self.dv.is_multiple_of(8)
+        self.nq >= Q_TILE && self.dv.is_multiple_of(F32_EPR)
     }
 
     fn rows(&self) -> usize {
@@ -229,28 +248,29 @@ fn for_items<B>(s: &Session, n: usize, work: usize, init: impl Fn() -> B + Sync,
     })
 }
 
-/// The one_chunk path over all rows (fewer than 64 query rows per head, or `DV % 8 != 0`).
-#[cfg(target_arch = "x86_64")]
+/// The one_chunk path over all rows (fewer than 64 query rows per head, or `DV % F32_EPR != 0`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn one_chunk(s: &Session, a: &Attn) -> bool {
     let work = a.rows() * a.nkv * (a.dk + a.dv);
-    for_items(s, a.rows(), work, || avx2::RowBuf::new(a), |buf, ir| {
+    for_items(s, a.rows(), work, || arch::RowBuf::new(a), |buf, ir| {
         let idx = a.row_index(ir);
-        // SAFETY: compute runs only where supports saw the AVX2 / AVX-512 level (AVX2, FMA, F16C).
-        let (_, sum) = unsafe { avx2::one_row(a, idx, 0..a.nkv, buf) };
+        // SAFETY: compute runs only where supports saw the level: AVX2 / AVX-512 on x86 (AVX2,
+        // FMA, F16C), NEON on aarch64 (the baseline; FEAT_FP16 only where RowBuf detected it).
+        let (_, sum) = unsafe { arch::one_row(a, idx, 0..a.nkv, buf) };
         // SAFETY: as above.
-        unsafe { avx2::finish_row(buf, sum, a.dst_row(idx)) };
+        unsafe { arch::finish_row(buf, sum, a.dst_row(idx)) };
     })
 }
 
 /// The split-KV path: `nth` chunks of keys per head, then the merge of each head's partials.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn split_kv(s: &Session, a: &Attn, nth: usize) -> bool {
     let chunk = a.nkv.div_ceil(nth);
     // partials[(h * nth + c) * (2 + dv)..]: M, S, VKQ of head h over chunk c
     let stride = 2 + a.dv;
     let partials: Vec<AtomicF32Cell> = (0..a.nh * nth * stride).map(|_| AtomicF32Cell::default()).collect();
     let work = a.nh * a.nkv * (a.dk + a.dv);
-    let ok = for_items(s, a.nh * nth, work, || avx2::RowBuf::new(a), |buf, item| {
+    let ok = for_items(s, a.nh * nth, work, || arch::RowBuf::new(a), |buf, item| {
         let (h, c) = (item / nth, item % nth);
         let (lo, hi) = ((c * chunk).min(a.nkv), ((c + 1) * chunk).min(a.nkv));
         let p = &partials[item * stride..(item + 1) * stride];
@@ -259,8 +279,8 @@ fn split_kv(s: &Session, a: &Attn, nth: usize) -> bool {
             p[1].set(0.0);
             return;
         }
-        // SAFETY: AVX2/FMA/F16C as in one_chunk.
-        let (m, sum) = unsafe { avx2::one_row(a, (0, h, 0), lo..hi, buf) };
+        // SAFETY: the level's instructions, as in one_chunk.
+        let (m, sum) = unsafe { arch::one_row(a, (0, h, 0), lo..hi, buf) };
         p[0].set(m);
         p[1].set(sum);
         for (d, x) in p[2..].iter().zip(buf.vkq32()) {
@@ -287,7 +307,8 @@ fn split_kv(s: &Session, a: &Attn, nth: usize) -> bool {
                 let m_new = m_final.max(m_c);
                 let (scale_old, scale_new) = ((m_final - m_new).exp(), (m_c - m_new).exp());
                 // GCC contracts `VKQ_final[d]*scale_old + VKQ_chunk[d]*scale_new` into
-                // fma(final, old, round(chunk * new)) (read from the AVX2 build), and S likewise
+                // fma(final, old, round(chunk * new)) (read from the AVX2 build), and S likewise;
+                // clang (the aarch64 builds) fuses the left product first too
                 for (f, x) in vkq.iter_mut().zip(&p[2..]) {
                     *f = f.mul_add(scale_old, x.get() * scale_new);
                 }
@@ -330,12 +351,12 @@ fn row_chunks(nr: usize, nth: usize) -> (usize, usize) {
 }
 
 /// The tiled path: ggml's chunks of rows, each walked in tiles of up to 64 query rows of one head.
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 fn tiled(s: &Session, a: &Attn, nth: usize) -> bool {
     let nr = a.rows();
     let (nchunk, dr) = row_chunks(nr, nth);
     let work = nr * a.nkv * (a.dk + a.dv);
-    for_items(s, nchunk, work, || avx2::TileBuf::new(a), |t, c| {
+    for_items(s, nchunk, work, || arch::TileBuf::new(a), |t, c| {
         let (ir0, ir1) = ((dr * c).min(nr), (dr * c + dr).min(nr));
         if ir0 >= ir1 {
             return;
@@ -344,8 +365,8 @@ fn tiled(s: &Session, a: &Attn, nth: usize) -> bool {
         while ir < ir1 {
             let (i1, _, _) = a.row_index(ir);
             let rows = Q_TILE.min(ir1 - ir).min(a.nq - i1);
-            // SAFETY: AVX2/FMA/F16C as in one_chunk.
-            unsafe { avx2::tile(a, ir, rows, t) };
+            // SAFETY: the level's instructions, as in one_chunk.
+            unsafe { arch::tile(a, ir, rows, t) };
             ir += rows;
         }
     })

@@ -1,10 +1,12 @@
 //! FLASH_ATTN_EXT against a plain f64 softmax-attention reference at a tolerance (F16 V sums in
-//! one_chunk round after every key, so ~1e-3 relative); bit-identity to ggml-cpu is
+//! one_chunk round after every key, so ~1e-3 relative; on NEON with FP16 arithmetic the K·Q dot
+//! products accumulate in half too, well inside it); bit-identity to ggml-cpu is
 //! tests_c/simd_ops_attn.inc's job. Every path (one_chunk, tiled, split-KV), GQA, masks with
-//! -inf runs, key counts off the 64-key tiles, several thread counts.
+//! -inf runs, key counts off the 64-key tiles, several thread counts. On aarch64 the NEON helpers
+//! are also checked bit for bit against scalar models of ggml's NEON order (both F16 flavours
+//! where the CPU has FEAT_FP16).
 
-use super::{compute, row_chunks, supports};
-use crate::cpu_features::{is_x86, simd_level};
+use super::{compute, level_computes, row_chunks, supports};
 use crate::op::{Node, Op};
 use crate::pool::Pool;
 use crate::quant::f16::{fp16_to_fp32, fp32_to_fp16};
@@ -113,7 +115,7 @@ fn run(c: &Case, threads: usize) {
 
 #[test]
 fn matches_reference_on_every_path() {
-    if !is_x86(simd_level()) {
+    if !level_computes() {
         return;
     }
     let cases = [
@@ -130,6 +132,8 @@ fn matches_reference_on_every_path() {
         Case { dk: 64, dv: 64, nq: 100, nh: 9, nkh: 3, nkv: 130, mask: Some(30), scale: 0.125 },
         Case { dk: 256, dv: 256, nq: 70, nh: 4, nkh: 1, nkv: 70, mask: Some(0), scale: 0.0625 },
         Case { dk: 64, dv: 64, nq: 150, nh: 2, nkh: 2, nkv: 150, mask: None, scale: 0.125 },
+        // DV % 4 == 0 but not % 8: tiled on NEON, one_chunk on x86; DK with dot leftovers
+        Case { dk: 40, dv: 36, nq: 80, nh: 2, nkh: 1, nkv: 90, mask: Some(1), scale: 0.15 },
     ];
     for c in &cases {
         for threads in [1, 2, 3] {
@@ -154,7 +158,7 @@ fn declines_what_it_does_not_reproduce() {
     let q = raw(p, F32, 4, [64, 1, 2, 1]);
     let k = raw(p, F16, 2, [64, 8, 1, 1]);
     let base = Node { op: Op::FlashAttnExt, dst: raw(p, F32, 4, [64, 2, 1, 1]), src: [Some(q), Some(k), Some(k), None, None], params: [0; 16], order: ORDER_2026, q8k: None, repack: None };
-    assert_eq!(supports(&base), is_x86(simd_level()));
+    assert_eq!(supports(&base), level_computes());
     let mut n = base;
     n.order = CpuOrder::BEFORE_2026;
     assert!(!supports(&n));
@@ -170,4 +174,33 @@ fn declines_what_it_does_not_reproduce() {
     let mut n = base;
     n.src[1] = Some(raw(p, F32, 4, [64, 8, 1, 1])); // F32 K
     assert!(!supports(&n));
+}
+
+/// The NEON helpers against scalar models of ggml's NEON order, bit for bit: `ggml_vec_dot_f16`,
+/// `ggml_vec_mad_f16`, `ggml_vec_scale_f16` in f32 and, where the CPU has FEAT_FP16, in half
+/// precision, at lengths around their 16/32-element steps.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn neon_helpers_follow_ggml_order() {
+    use super::neon::{helpers, model};
+    let flavours: &[bool] = if crate::cpu_features::has_fp16() { &[false, true] } else { &[false] };
+    for &hp in flavours {
+        for (t, n) in [1usize, 3, 4, 15, 16, 17, 31, 32, 33, 40, 64, 72, 100, 256].into_iter().enumerate() {
+            let seed = 10 + 4 * t as u32;
+            let h = |s: u32, amp: f32| -> Vec<u16> { values(n, s).iter().map(|&x| fp32_to_fp16(x * amp)).collect() };
+            let (k, q) = (h(seed, 1.0), h(seed + 1, 1.0));
+            assert_eq!(helpers::dot(hp, &k, &q).to_bits(), model::dot(&k, &q, hp).to_bits(), "dot n {n} hp {hp}");
+            for v in [0.75f32, 0.3337, 1.0e-3, 6.1e-5] {
+                let (y0, x) = (h(seed + 2, 8.0), h(seed + 3, 1.0));
+                let (mut y, mut ym) = (y0.clone(), y0.clone());
+                helpers::mad(hp, &mut y, &x, v);
+                model::mad(&mut ym, &x, v, hp);
+                assert_eq!(y, ym, "mad n {n} v {v} hp {hp}");
+                let (mut y, mut ym) = (y0.clone(), y0);
+                helpers::scale(hp, &mut y, v);
+                model::scale(&mut ym, v, hp);
+                assert_eq!(y, ym, "scale n {n} v {v} hp {hp}");
+            }
+        }
+    }
 }

@@ -19,7 +19,9 @@
 //! row has the same steps whichever path ggml gives it; this module follows them with the lanes
 //! across the eight weight rows.
 
-use super::{for_groups, quantize_rows, TILE};
+use super::{for_groups, quantize_rows};
+#[cfg(any(doc, target_arch = "x86_64"))]
+use super::TILE;
 use crate::cpu_features::SimdLevel;
 use crate::op::Node;
 use crate::pool::Session;
