@@ -19,9 +19,9 @@
 //! row has the same steps whichever path ggml gives it; this module follows them with the lanes
 //! across the eight weight rows.
 
-use super::{for_groups, quantize_rows};
-#[cfg(any(doc, target_arch = "x86_64"))]
-use super::TILE;
+// (TILE: the x86 kernel's and the tests'; off x86 only the tests use it)
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_imports))]
+use super::{for_groups, quantize_rows, TILE};
 use crate::cpu_features::SimdLevel;
 use crate::op::Node;
 use crate::pool::Session;
