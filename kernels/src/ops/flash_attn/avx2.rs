@@ -98,6 +98,7 @@ unsafe fn dot_f16<const R: usize>(k: [&[u16]; R], q: &[u16]) -> [f32; R] {
             // SAFETY: i + 8j + 8 <= np <= n, inside q and every k row.
             let qv = unsafe { load8h(q.as_ptr().add(i + 8 * j)) };
             for r in 0..R {
+                // SAFETY: as above, inside k row r (at least n long, asserted).
                 let kv = unsafe { load8h(k[r].as_ptr().add(i + 8 * j)) };
                 acc[j][r] = _mm256_fmadd_ps(kv, qv, acc[j][r]);
             }
