@@ -255,6 +255,70 @@ pub(crate) mod neon {
             dst[j] = super::fp16_to_fp32(super::fp32_to_fp16(src[j]));
         }
     }
+
+    /// Half-precision vector arithmetic (FEAT_FP16) on `uint16x8_t` bit patterns, as inline assembly
+    /// (Rust's `float16x8_t` intrinsics are not stable yet): the F16 products' tiles
+    /// (`matmul/neon/tiles.rs`) and flash attention's K·Q sums and V updates
+    /// (`ops/flash_attn/neon.rs`).
+    pub(crate) mod hp {
+        use std::arch::aarch64::*;
+        use std::arch::asm;
+
+        /// `acc + x * y` in half precision, fused (`vfmaq_f16`).
+        ///
+        /// # Safety
+        /// The CPU must have FEAT_FP16 (this and every function here).
+        #[inline]
+        #[target_feature(enable = "fp16")]
+        pub(crate) unsafe fn fma(acc: uint16x8_t, x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
+            let mut r = acc;
+            // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
+            unsafe { asm!("fmla {r:v}.8h, {x:v}.8h, {y:v}.8h", r = inout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
+            r
+        }
+
+        /// `x + y` in half precision (`vaddq_f16`).
+        ///
+        /// # Safety
+        /// FEAT_FP16.
+        #[inline]
+        #[target_feature(enable = "fp16")]
+        pub(crate) unsafe fn add(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
+            let r: uint16x8_t;
+            // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
+            unsafe { asm!("fadd {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
+            r
+        }
+
+        /// `x * y` in half precision (`vmulq_f16`).
+        ///
+        /// # Safety
+        /// FEAT_FP16.
+        #[inline]
+        #[target_feature(enable = "fp16")]
+        pub(crate) unsafe fn mul(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
+            let r: uint16x8_t;
+            // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
+            unsafe { asm!("fmul {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
+            r
+        }
+
+        /// 8 halves widened to two f32x4 (exact).
+        ///
+        /// # Safety
+        /// FEAT_FP16 (not needed by the instructions, kept uniform).
+        #[inline]
+        #[target_feature(enable = "fp16")]
+        pub(crate) unsafe fn widen(x: uint16x8_t) -> (float32x4_t, float32x4_t) {
+            let (lo, hi): (float32x4_t, float32x4_t);
+            // SAFETY: register-only instructions (base aarch64).
+            unsafe {
+                asm!("fcvtl {lo:v}.4s, {x:v}.4h", "fcvtl2 {hi:v}.4s, {x:v}.8h", lo = out(vreg) lo, hi = out(vreg) hi, x = in(vreg) x,
+                    options(pure, nomem, nostack, preserves_flags))
+            };
+            (lo, hi)
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -56,7 +56,7 @@
 
 use super::super::acts::{ActRows, MinSums, MinSumsRow};
 use crate::quant::f16::fp16_to_fp32;
-use crate::quant::f16::neon::widen4;
+use crate::quant::f16::neon::{hp, widen4};
 use crate::quant::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1, Format, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
 use std::arch::aarch64::*;
 
@@ -733,52 +733,6 @@ unsafe fn float_tile_body<E: FloatElem, const R: usize, const C: usize>(w: [&[E]
     out
 }
 
-/// Half-precision vector arithmetic for [`f16_tile_hp`], as inline assembly (Rust's `float16x8_t`
-/// intrinsics are not stable yet). Values travel as `uint16x8_t` bit patterns.
-mod hp {
-    use std::arch::aarch64::*;
-    use std::arch::asm;
-
-    /// `acc + x * y` in half precision, fused (`vfmaq_f16`).
-    ///
-    /// # Safety
-    /// The CPU must have FEAT_FP16 (this and every function here).
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn fma(acc: uint16x8_t, x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
-        let mut r = acc;
-        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
-        unsafe { asm!("fmla {r:v}.8h, {x:v}.8h, {y:v}.8h", r = inout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
-        r
-    }
-
-    /// # Safety
-    /// FEAT_FP16.
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn add(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
-        let r: uint16x8_t;
-        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
-        unsafe { asm!("fadd {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
-        r
-    }
-
-    /// 8 halves widened to two f32x4 (exact).
-    ///
-    /// # Safety
-    /// FEAT_FP16 (not needed by the instructions, kept uniform).
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn widen(x: uint16x8_t) -> (float32x4_t, float32x4_t) {
-        let (lo, hi): (float32x4_t, float32x4_t);
-        // SAFETY: register-only instructions (base aarch64).
-        unsafe {
-            asm!("fcvtl {lo:v}.4s, {x:v}.4h", "fcvtl2 {hi:v}.4s, {x:v}.8h", lo = out(vreg) lo, hi = out(vreg) hi, x = in(vreg) x,
-                options(pure, nomem, nostack, preserves_flags))
-        };
-        (lo, hi)
-    }
-}
 
 /// F16 weight rows times F16 activation rows (half bit patterns, as ggml's F16 partner format
 /// holds them) as ggml's `ggml_vec_dot_f16` computes them when built with FP16 vector arithmetic

@@ -28,7 +28,7 @@
 
 use super::{Attn, KV_TILE, Q_TILE};
 use crate::cpu_features::has_fp16;
-use crate::quant::f16::neon::{narrow4, widen4};
+use crate::quant::f16::neon::{hp, narrow4, widen4};
 use crate::quant::f16::{fp16_to_fp32, fp32_to_fp16};
 use crate::vexp::neon::v_expf;
 use std::arch::aarch64::*;
@@ -53,66 +53,6 @@ impl RowBuf {
     }
 }
 
-/// Half-precision vector arithmetic (FEAT_FP16) on `uint16x8_t` bit patterns.
-mod hp {
-    use std::arch::aarch64::*;
-    use std::arch::asm;
-
-    /// `acc + x * y` in half precision, fused (`vfmaq_f16`).
-    ///
-    /// # Safety
-    /// The CPU must have FEAT_FP16 (this and every function here).
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn fma(acc: uint16x8_t, x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
-        let mut r = acc;
-        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
-        unsafe { asm!("fmla {r:v}.8h, {x:v}.8h, {y:v}.8h", r = inout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
-        r
-    }
-
-    /// `x + y` in half precision (`vaddq_f16`).
-    ///
-    /// # Safety
-    /// FEAT_FP16.
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn add(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
-        let r: uint16x8_t;
-        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
-        unsafe { asm!("fadd {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
-        r
-    }
-
-    /// `x * y` in half precision (`vmulq_f16`).
-    ///
-    /// # Safety
-    /// FEAT_FP16.
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn mul(x: uint16x8_t, y: uint16x8_t) -> uint16x8_t {
-        let r: uint16x8_t;
-        // SAFETY: register-only instruction; the caller guarantees FEAT_FP16.
-        unsafe { asm!("fmul {r:v}.8h, {x:v}.8h, {y:v}.8h", r = lateout(vreg) r, x = in(vreg) x, y = in(vreg) y, options(pure, nomem, nostack, preserves_flags)) };
-        r
-    }
-
-    /// 8 halves widened to two f32x4 (exact).
-    ///
-    /// # Safety
-    /// FEAT_FP16 (not needed by the instructions, kept uniform).
-    #[inline]
-    #[target_feature(enable = "fp16")]
-    pub(super) unsafe fn widen(x: uint16x8_t) -> (float32x4_t, float32x4_t) {
-        let (lo, hi): (float32x4_t, float32x4_t);
-        // SAFETY: register-only instructions (base aarch64).
-        unsafe {
-            asm!("fcvtl {lo:v}.4s, {x:v}.4h", "fcvtl2 {hi:v}.4s, {x:v}.8h", lo = out(vreg) lo, hi = out(vreg) hi, x = in(vreg) x,
-                options(pure, nomem, nostack, preserves_flags))
-        };
-        (lo, hi)
-    }
-}
 
 /// `q_to_vec_dot` for F16 K (`ggml_cpu_fp32_to_fp16`, on NEON its scalar `(__fp16) x` loop): the
 /// query row rounded to halves, nearest even (four at a time with `fcvtn` here, the same bits).
