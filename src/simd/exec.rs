@@ -42,6 +42,7 @@ fn kernel(op: Op) -> Option<Kernel> {
         Op::GetRows => k!(get_rows),
         Op::Im2col => k!(im2col),
         Op::MulMat => k!(mul_mat),
+        Op::SetRows | Op::Glu | Op::FlashAttnExt if !super::SERVES_2026 => None,
         Op::SetRows => k!(set_rows),
         Op::Glu => k!(glu),
         Op::FlashAttnExt => k!(flash_attn),

@@ -395,7 +395,7 @@ fn cases(order: CpuOrder) -> Vec<Case> {
     c.extend([Case::Copy(F32, F16), Case::Copy(F16, F32), Case::Im2col]);
     // the 2026 graphs' ops, which SIMD computes on the 2026 revisions only: the older hosts'
     // constructors differ (and assert on what 2026 accepts: an unpadded flash-attention mask)
-    if order != CpuOrder::BEFORE_2026 && cfg!(any(feature = "lm-2026", feature = "wsp-2026", feature = "ggml-2026", feature = "ggml-b11118")) {
+    if order != CpuOrder::BEFORE_2026 && super::SERVES_2026 {
         c.extend([Case::Glu(1), Case::Glu(2), Case::SetRows, Case::FlashAttn { mask: false }, Case::FlashAttn { mask: true }]);
     }
     c
@@ -659,9 +659,8 @@ mod tests {
         let new_ops = |c: &Case| matches!(c, Case::Glu(_) | Case::SetRows | Case::FlashAttn { .. });
         assert!(!cases(CpuOrder::BEFORE_2026).iter().any(new_ops));
         let y2026 = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
-        // (compiled in only with a 2026 feature: the kernels' ops-2026)
-        let built = cfg!(any(feature = "lm-2026", feature = "wsp-2026", feature = "ggml-2026", feature = "ggml-b11118"));
-        assert_eq!(cases(y2026).iter().filter(|c| new_ops(c)).count(), if built { 5 } else { 0 });
+        // (probed only in a build serving a 2026 revision)
+        assert_eq!(cases(y2026).iter().filter(|c| new_ops(c)).count(), if crate::simd::SERVES_2026 { 5 } else { 0 });
     }
 
     #[test]

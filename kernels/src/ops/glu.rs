@@ -74,10 +74,6 @@ fn contiguous_1(t: &Raw) -> bool {
 }
 
 pub fn supports(n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        // (a build serving no 2026 revision: the phone library stays within its size budget)
-        return false;
-    }
     let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
     let rows = f32_rows(&d) && f32_rows(&a) && contiguous_1(&d) && contiguous_1(&a) && d.ne[1..] == a.ne[1..];
     let width = match n.src[1] {
@@ -88,9 +84,6 @@ pub fn supports(n: &Node) -> bool {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        return false;
-    }
     let Some(op) = Glu::from_param(n.params[0]) else { return false };
     run(s, op, n.params[1] != 0, n.dst, n.src(0), n.src[1])
 }

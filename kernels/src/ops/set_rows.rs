@@ -42,10 +42,6 @@ fn float_size(ty: i32) -> Option<usize> {
 /// has the F32-rows, I64-indices case of the same loop, but its whisper.cpp never builds the op
 /// and no C case runs it there: declined.)
 pub fn supports(n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        // (a build serving no 2026 revision: the phone library stays within its size budget)
-        return false;
-    }
     let (d, Some(a), Some(i)) = (n.dst, n.src[0], n.src[1]) else { return false };
     let (Some(ds), Some(asz)) = (float_size(d.ty), float_size(a.ty)) else { return false };
     let index_ok = i.ty == I64 || i.ty == I32;
@@ -61,9 +57,6 @@ fn rows_apart(d: &Raw, ts: usize) -> bool {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        return false;
-    }
     set_rows(s, n.dst, n.src(0), n.src(1))
 }
 

@@ -65,10 +65,6 @@ fn level_computes() -> bool {
 }
 
 pub fn supports(n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        // (a build serving no 2026 revision: the phone library stays within its size budget)
-        return false;
-    }
     if n.order == CpuOrder::BEFORE_2026 || !level_computes() {
         return false;
     }
@@ -94,9 +90,6 @@ pub fn supports(n: &Node) -> bool {
 }
 
 pub fn compute(s: &Session, n: &Node) -> bool {
-    if !cfg!(feature = "ops-2026") {
-        return false;
-    }
     #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     {
         let a = Attn::new(n);
