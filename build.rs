@@ -1,5 +1,5 @@
 //! Builds the C shim (`src/host.c`), stamps out the export layers from `src/ffi/exports.list` (lm_,
-//! wsp_, and with the `ggml-2026` / `ggml-b11118` feature the unprefixed one) and regenerates the six header sets
+//! wsp_, and with the `ggml-2026` / `ggml-b11118` / `ggml-0253` feature the unprefixed one) and regenerates the seven header sets
 //! in `include/` with cbindgen (CI fails when they are stale).
 
 use std::collections::HashMap;
@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 /// The revision tags of exports.list and the header templates: the contract's pair and 2026's.
 const ALL_TAGS: [&str; 4] = ["lm", "wsp", "lm26", "wsp26"];
 /// Tags a line or block may carry beyond `ALL_TAGS` ("all" does not include them).
-const EXTRA_TAGS: [&str; 2] = ["ggml26", "b11118"];
+const EXTRA_TAGS: [&str; 3] = ["ggml26", "b11118", "g0253"];
 
 /// (tag, prefix, Rust marker, include/ folder, exports module) of each revision.
-const REVS: [(&str, &str, &str, &str, &str); 6] = [
+const REVS: [(&str, &str, &str, &str, &str); 7] = [
     ("lm", "lm_", "Lm", "lm", "lm"),
     ("wsp", "wsp_", "Wsp", "wsp", "wsp"),
     ("lm26", "lm_", "Lm26", "lm-2026", "lm"),
@@ -24,19 +24,32 @@ const REVS: [(&str, &str, &str, &str, &str); 6] = [
     // llama.rn 0.13.0-rc.5 (llama.cpp b11118): the same without a prefix, its own graph_optimize
     // (cargo feature `ggml-b11118`, instead of `ggml-2026`)
     ("b11118", "", "GgmlB11118", "ggml-b11118", "ggml"),
+    // upstream ggml 0.25.3 (llama-cpp-python 0.3.36): b11118's headers and ABI, one more scheduler
+    // fact (cargo feature `ggml-0253`)
+    ("g0253", "", "Ggml0253", "ggml-0.25.3", "ggml"),
 ];
+
+/// The unprefixed revisions by cargo feature (`CARGO_FEATURE_*`): at most one is built.
+const UNPREFIXED_FEATURES: [(&str, &str); 3] = [("GGML_2026", "ggml26"), ("GGML_B11118", "b11118"), ("GGML_0253", "g0253")];
+
+/// The revision whose headers and export lines `rev_tag` shares: 0.25.3's are b11118's.
+fn headers_of(rev_tag: &str) -> &str {
+    if rev_tag == "g0253" { "b11118" } else { rev_tag }
+}
 
 /// The exports.list / template tags a revision takes its lines and blocks from: its own, plus
 /// those of the revision whose facts it shares (the unprefixed 2026 build is lm26 minus the prefix;
-/// b11118 is lm26 minus the prefix but for its own blocks). A template block tagged `!x` is left
-/// out for revision `x` whatever its other tags say.
+/// b11118 is lm26 minus the prefix but for its own blocks; 0.25.3 has b11118's headers). A template
+/// block tagged `!x` is left out for revision `x` whatever its other tags say.
 fn rev_matches(rev_tag: &str, tag: &str) -> bool {
-    tag == rev_tag || (matches!(rev_tag, "ggml26" | "b11118") && tag == "lm26")
+    let r = headers_of(rev_tag);
+    tag == rev_tag || tag == r || (matches!(r, "ggml26" | "b11118") && tag == "lm26")
 }
 
 fn block_matches(rev_tag: &str, tags: &str) -> bool {
     let tags: Vec<&str> = tags.split(',').map(str::trim).collect();
-    !tags.iter().any(|t| t.strip_prefix('!') == Some(rev_tag)) && tags.iter().any(|t| rev_matches(rev_tag, t))
+    let excluded = |t: &&str| t.strip_prefix('!').is_some_and(|x| x == rev_tag || x == headers_of(rev_tag));
+    !tags.iter().any(excluded) && tags.iter().any(|t| rev_matches(rev_tag, t))
 }
 
 struct Export {
@@ -184,14 +197,17 @@ fn main() {
         println!("cargo:rerun-if-changed={}", f);
     }
 
-    let ggml_tag = if env::var_os("CARGO_FEATURE_GGML_B11118").is_some() {
-        Some("b11118")
-    } else if env::var_os("CARGO_FEATURE_GGML_2026").is_some() {
-        Some("ggml26")
-    } else {
-        None
-    };
+    let ggml_tag = UNPREFIXED_FEATURES.iter().find(|(f, _)| env::var_os(format!("CARGO_FEATURE_{f}")).is_some()).map(|&(_, t)| t);
     let unprefixed = ggml_tag.is_some();
+    // cfgs for the few items only some unprefixed revisions have
+    println!("cargo::rustc-check-cfg=cfg(ggml_unprefixed)");
+    println!("cargo::rustc-check-cfg=cfg(ggml_alloc_size_may_expand)");
+    if unprefixed {
+        println!("cargo::rustc-cfg=ggml_unprefixed");
+    }
+    if matches!(ggml_tag, Some("b11118" | "g0253")) {
+        println!("cargo::rustc-cfg=ggml_alloc_size_may_expand");
+    }
     let mut shim = cc::Build::new();
     shim.file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden");
     if unprefixed {
@@ -202,7 +218,7 @@ fn main() {
 
     let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
     // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The
-    // headers of all six revisions are generated (and committed) whatever is built.
+    // headers of all seven revisions are generated (and committed) whatever is built.
     let lm_tag = if env::var_os("CARGO_FEATURE_LM_2026").is_some() { "lm26" } else { "lm" };
     let wsp_tag = if env::var_os("CARGO_FEATURE_WSP_2026").is_some() { "wsp26" } else { "wsp" };
     for (tag, p, rev, dir, module) in REVS {
@@ -210,11 +226,15 @@ fn main() {
         let built = tag == lm_tag || tag == wsp_tag || Some(tag.as_str()) == ggml_tag;
         let aliases = type_aliases(rev);
         let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
+
         for (name, rust, _) in &aliases {
             prelude.push_str(&format!("pub type {p}{name} = {rust};\n"));
         }
         prelude.push('\n');
         let mut all = prelude.clone();
+        if module == "ggml" {
+            all.push_str(&format!("/// The revision this unprefixed layer serves.\npub type Marker = {rev};\n\n"));
+        }
         let mut per_header: HashMap<&str, String> = HashMap::new();
         for e in list.iter().filter(|e| e.revs.split(',').any(|t| rev_matches(&tag, t))) {
             all.push_str(&export_fn(e, &p, rev, false));

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Upstream llama.cpp (llama-cpp-python 0.3.35's vendor/llama.cpp, ggml v0.20.0 = the 2026 revision
-# without a prefix) on this library, against the same sources built stock. scripts/test.sh runs it
-# as a stage (GGML_RS_SKIP_UPSTREAM=1 skips it).
+# Upstream llama.cpp as llama-cpp-python's sdist vendors it, on this library, against the same
+# sources built stock. scripts/test.sh runs it as a stage (GGML_RS_SKIP_UPSTREAM=1 skips it).
+#   GGML_RS_UPSTREAM=0.3.36 (default: llama.cpp 0c1e57098, ggml 0.25.3, ggml-rpc protocol 7, cargo
+#                           feature ggml-0253) or 0.3.35 (ggml v0.20.0, protocol 5, ggml-2026)
 #
-# Default (bounded, static link): the library with --features ggml-2026 (target/ggml2026), then
-# llama.cpp built by its own CMake twice through tests_c/upstream/CMakeLists.txt, stock and with
-# the library in place of ggml-backend.cpp / ggml-backend-reg.cpp (our headers in place of
-# ggml-backend.h / ggml-backend-impl.h), and checked:
-#   - ours links no ggml-backend.cpp and exports the library's unprefixed ABI;
+# Default (bounded, static link): the library with that version's feature (target/<feature>), then
+# llama.cpp built by its own CMake twice through tests_c/upstream/CMakeLists.txt, stock and with the
+# one option a user adds, -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake (the library in place
+# of ggml-backend.cpp / ggml-backend-reg.cpp, our headers in place of ggml-backend.h /
+# ggml-backend-impl.h), and checked:
+#   - ours compiles no ggml-backend.cpp and exports the library's unprefixed ABI;
 #   - llama.cpp's backend-level tests (test-backend-ops, -alloc, -opt, -gguf, -barrier,
 #     -quantize-fns, -rope; linked to ggml alone): the same pass/fail set as stock;
 #   - test-backend-ops in test mode on the CPU backend (-b CPU: every case computed through our
@@ -15,7 +17,10 @@
 #   - SmolLM2-135M greedy generation (tests_c/upstream/gen.cpp: tokens + every step's logits
 #     hash): ours bit-identical to stock;
 #   - ggml-rpc across two processes on 127.0.0.1: our rpc-server + our client with all layers on
-#     RPC, bit-identical to stock server + stock client.
+#     RPC, bit-identical to stock server + stock client;
+#   - the scheduler with pipeline copies (tests_c/upstream/sched_copies.c: two backends,
+#     parallel = true, an input no node uses): ours prints what stock prints (buffer sizes, each
+#     input's place, outputs).
 # To keep the bounded stage short, ours links stock's libllama.a (llama.cpp's own objects, which
 # only call the backend API; the 2026 hosts' tests do the same) instead of compiling llama again.
 #
@@ -35,7 +40,8 @@ cd "$ROOT"
 JOBS="${JOBS:-2}"
 FULL="${GGML_RS_TEST_UPSTREAM_FULL:-0}"
 [[ "${1:-}" == --full ]] && FULL=1
-OUT="$ROOT/target/upstream"
+UPSTREAM="${GGML_RS_UPSTREAM:-0.3.36}"
+OUT="$ROOT/target/upstream/$UPSTREAM"
 MODEL="$ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT="The capital of France is"
 NGEN=24
@@ -78,14 +84,17 @@ cleanup() {
 trap cleanup EXIT
 
 # --- sources, library, model ------------------------------------------------------------------
-mapfile -t trees < <(bash scripts/fetch-upstream.sh)
+mapfile -t trees < <(bash scripts/fetch-upstream.sh "$UPSTREAM")
 SRC_STOCK="${trees[0]}"
 SRC_RS="${trees[1]}"
+FEATURE="${trees[2]}"
+HEADERS="${trees[3]}"
+echo "upstream: llama-cpp-python $UPSTREAM, the library's feature $FEATURE"
 [[ -f "$MODEL" ]] || bash scripts/fetch-models.sh >/dev/null
-step "cargo build --features ggml-2026" \
-  env CARGO_TARGET_DIR="$ROOT/target/ggml2026" cargo build --release --features ggml-2026 -j "$JOBS" -q
-LIB_A="$ROOT/target/ggml2026/release/libggml_backend_rs.a"
-LIB_SO="$ROOT/target/ggml2026/release/libggml_backend_rs.so"
+step "cargo build --features $FEATURE" \
+  env CARGO_TARGET_DIR="$ROOT/target/$FEATURE" cargo build --release --features "$FEATURE" -j "$JOBS" -q
+LIB_A="$ROOT/target/$FEATURE/release/libggml_backend_rs.a"
+LIB_SO="$ROOT/target/$FEATURE/release/libggml_backend_rs.so"
 
 # ggml's CMake builds for -march=native; on an x86 VM whose /proc/cpuinfo lists AMX (Sapphire
 # Rapids guests) its AMX kernels get compiled and die with SIGILL in stock and ours alike (the
@@ -99,14 +108,16 @@ configure() { # dir shared(ON|OFF) rs(ON|OFF) tests(ON|OFF) [extra...]
   local dir="$1" shared="$2" rs="$3" tests="$4"
   shift 4
   set -- ${NO_AMX[@]+"${NO_AMX[@]}"} "$@"
-  local src="$SRC_STOCK" lib=""
+  local src="$SRC_STOCK" lib
   if [[ "$rs" == ON ]]; then
     src="$SRC_RS"
     lib="$LIB_A"
     [[ "$shared" == ON ]] && lib="$LIB_SO"
+    # what a user adds to upstream's configure line (README, docs/upstream.md)
+    set -- "-DCMAKE_PROJECT_INCLUDE=$ROOT/cmake/ggml-rs-upstream.cmake" "-DGGML_RS_LIB=$lib" "$@"
   fi
   cmake -S tests_c/upstream -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS="$shared" \
-    -DLLAMA_SRC="$src" -DGGML_RS="$rs" -DGGML_RS_LIB="$lib" -DGGML_RS_UPSTREAM_TESTS="$tests" \
+    -DLLAMA_SRC="$src" -DGGML_RS_UPSTREAM_TESTS="$tests" \
     -DGGML_CCACHE=OFF "$@" >"$dir.configure.log" 2>&1 || { tail -20 "$dir.configure.log"; return 1; }
 }
 build() { # dir targets...
@@ -119,10 +130,10 @@ GGML_TESTS=(test-backend-ops test-alloc test-opt test-gguf test-barrier test-qua
 S="$OUT/stock-static"
 R="$OUT/rs-static"
 mkdir -p "$S" "$R"
-build_stock_static() { configure "$S" OFF OFF OFF && build "$S" gen-upstream rpc-server "${GGML_TESTS[@]}"; }
+build_stock_static() { configure "$S" OFF OFF OFF && build "$S" gen-upstream rpc-server sched-copies "${GGML_TESTS[@]}"; }
 build_rs_static() {
   configure "$R" OFF ON OFF -DGGML_RS_LLAMA_LIB="$S/llama.cpp/src/libllama.a" &&
-    build "$R" gen-upstream rpc-server "${GGML_TESTS[@]}"
+    build "$R" gen-upstream rpc-server sched-copies "${GGML_TESTS[@]}"
 }
 step "stock static: configure + build" build_stock_static
 step "ours static: configure + build" build_rs_static
@@ -141,7 +152,10 @@ check "stock links ggml-backend.cpp (no library)" stock_only "$S/gen-upstream"
 # CPU and RPC registrations)
 no_link_flags() { ! grep -E -- '-u,ggml_|--whole-archive|--no-as-needed' "$1/build.ninja" >/dev/null; }
 check "ours links with no extra linker flag" no_link_flags "$R"
-check "ggml-backend.cpp / -reg.cpp absent from our tree" test ! -e "$SRC_RS/ggml/src/ggml-backend.cpp" -a ! -e "$SRC_RS/ggml/src/ggml-backend-reg.cpp"
+not_compiled() { ! grep -E 'ggml-backend(-reg)?\.cpp\.o' "$1/build.ninja" >/dev/null; }
+check "ggml-backend.cpp / -reg.cpp not compiled in ours" not_compiled "$R"
+swapped() { cmp -s "$SRC_RS/ggml/include/ggml-backend.h" "$ROOT/include/$1/ggml-backend.h" && cmp -s "$SRC_RS/ggml/src/ggml-backend-impl.h" "$ROOT/include/$1/ggml-backend-impl.h"; }
+check "our headers in place of the tree's (cmake/ggml-rs-upstream.cmake)" swapped "$HEADERS"
 
 # --- llama.cpp's backend-level tests ---------------------------------------------------------------
 ctest_set() { # dir -> "name:Passed|Failed" lines
@@ -193,6 +207,13 @@ gen_both() { gen "$S" "$OUT/runs/gen-stock.txt" || true; gen "$R" "$OUT/runs/gen
 step "generation stock + ours" gen_both
 check "generation: ours bit-identical to stock (tokens + logits)" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-rs.txt"
 grep -E '^text:|digest' "$OUT/runs/gen-rs.txt" | sed 's/^/upstream:   /' || true
+
+# --- the scheduler with pipeline copies ------------------------------------------------------------
+"$S/sched-copies" >"$OUT/runs/sched-copies-stock.txt" 2>&1 || true
+"$R/sched-copies" >"$OUT/runs/sched-copies-rs.txt" 2>&1 || true
+check "pipeline copies (n_copies > 1): ours = stock (sizes, places, outputs)" \
+  bash -c "grep -q 'round 2: out sum' '$OUT/runs/sched-copies-stock.txt' && cmp -s '$OUT/runs/sched-copies-stock.txt' '$OUT/runs/sched-copies-rs.txt'"
+grep -E 'n_copies|round 0: backend' "$OUT/runs/sched-copies-rs.txt" | sed 's/^/upstream:   /' || true
 
 # --- ggml-rpc across processes ------------------------------------------------------------------
 PORT_BASE=$((50000 + RANDOM % 10000))

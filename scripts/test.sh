@@ -97,12 +97,14 @@ if [ "${GGML_RS_SKIP_REV2026:-0}" != 1 ]; then
   fi
 fi
 
-# Upstream llama.cpp (llama-cpp-python 0.3.35's sdist, ggml v0.20.0 = the 2026 revision without a
-# prefix) built by its own CMake stock and on the library (--features ggml-2026), static: llama.cpp's
-# backend-level tests, test-backend-ops on the CPU, a SmolLM2 generation and an ggml-rpc run across
-# two processes (127.0.0.1), ours bit-identical to stock (scripts/test-upstream.sh).
-# GGML_RS_TEST_UPSTREAM_FULL=1 adds llama.cpp's whole ctest, shared libraries, partial / two-server
-# / mixed RPC and a killed server; GGML_RS_SKIP_UPSTREAM=1 skips the stage.
+# Upstream llama.cpp (llama-cpp-python 0.3.36's sdist: llama.cpp 0c1e57098, ggml 0.25.3, ggml-rpc
+# protocol 7) built by its own CMake stock and on the library (--features ggml-0253, the one option
+# -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake), static: llama.cpp's backend-level tests,
+# test-backend-ops on the CPU, a SmolLM2 generation, the scheduler with pipeline copies and an
+# ggml-rpc run across two processes (127.0.0.1), ours bit-identical to stock
+# (scripts/test-upstream.sh). GGML_RS_UPSTREAM=0.3.35 runs it on ggml v0.20.0 instead;
+# GGML_RS_TEST_UPSTREAM_FULL=1 adds llama.cpp's whole ctest, upstream's own tools, shared libraries,
+# partial / two-server / mixed RPC, the server's cache and the faults; GGML_RS_SKIP_UPSTREAM=1 skips.
 if [ "${GGML_RS_SKIP_UPSTREAM:-0}" != 1 ]; then
   stage "upstream llama.cpp (test-upstream.sh)" bash scripts/test-upstream.sh
 fi

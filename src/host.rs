@@ -54,7 +54,7 @@ static HOSTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 pub fn host<R: Rev>() -> &'static HostFns<R> {
     HOSTS.get::<R, _>(|| match R::PREFIX {
         "lm_" => HostFns::load(sym_lm, LOG_LM),
-        #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
+        #[cfg(ggml_unprefixed)]
         "" => HostFns::load(crate::host_ggml::sym, crate::host_ggml::LOG),
         _ => HostFns::load(sym_wsp, LOG_WSP),
     })
@@ -358,7 +358,7 @@ pub fn float_model<R: Rev>() -> FloatModel {
         let p = match R::PREFIX {
             // SAFETY: the shim's accessor returns the address of a weak variable (NULL if absent).
             "lm_" => unsafe { ggml_rs_host_float_model_lm() },
-            #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
+            #[cfg(ggml_unprefixed)]
             "" => crate::host_ggml::float_model(),
             // SAFETY: as above.
             _ => unsafe { ggml_rs_host_float_model_wsp() },

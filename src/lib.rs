@@ -6,8 +6,12 @@
 //! export layers), `host` (weak references to the host's symbols), `host_graph` (small graphs
 //! computed by the host's ggml-cpu, for the SIMD backend's fidelity check).
 
-#[cfg(all(feature = "ggml-2026", feature = "ggml-b11118"))]
-compile_error!("features ggml-2026 and ggml-b11118 both export the unprefixed ggml_ ABI: pick one");
+#[cfg(any(
+    all(feature = "ggml-2026", feature = "ggml-b11118"),
+    all(feature = "ggml-2026", feature = "ggml-0253"),
+    all(feature = "ggml-b11118", feature = "ggml-0253")
+))]
+compile_error!("features ggml-2026, ggml-b11118 and ggml-0253 each export the unprefixed ggml_ ABI: pick one");
 
 pub mod abi;
 pub mod alloc;
@@ -21,7 +25,7 @@ pub mod ffi;
 pub mod host;
 #[cfg(feature = "simd")]
 pub mod host_graph;
-#[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
+#[cfg(ggml_unprefixed)]
 pub mod host_ggml;
 pub mod loader;
 pub mod per_rev;

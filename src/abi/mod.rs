@@ -13,12 +13,12 @@ pub mod wsp;
 use std::ffi::{c_char, c_void};
 
 pub use lm::Lm;
-pub use rev2026::{Ggml26, GgmlB11118, Lm26, Wsp26};
+pub use rev2026::{Ggml0253, Ggml26, GgmlB11118, Lm26, Wsp26};
 pub use types::type_traits;
 pub use wsp::Wsp;
 
 /// How many revisions the crate knows (each has a distinct `Rev::SLOT` below this).
-pub const REV_SLOTS: usize = 6;
+pub const REV_SLOTS: usize = 7;
 
 pub const MAX_DIMS: usize = 4;
 pub const MAX_SRC: usize = 10;
@@ -163,6 +163,11 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// waits for the previous backend (its event, or a synchronize): b11118 (the allocator may
     /// reuse memory across splits).
     const SCHED_WAIT_PREV_BACKEND: bool = false;
+    /// With pipeline copies (`n_copies > 1`), which inputs get their copies and a place among the
+    /// allocator's first leafs: every leaf flagged INPUT, used or not, in leaf order, after the
+    /// splits (0.25.3's pass 6: a batch without embeddings no longer changes the graph); before,
+    /// the INPUT-flagged sources of nodes, in node order, as the splits are made.
+    const SCHED_COPIES_EVERY_INPUT_LEAF: bool = false;
     /// ggml-cpu's `struct ggml_type_traits_cpu` has `from_float_to_mat` after `from_float` (and
     /// `ncols` after `nrows`): llama.rn 0.4.4's only; the others hold from_float, vec_dot,
     /// vec_dot_type, nrows.

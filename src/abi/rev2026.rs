@@ -25,6 +25,13 @@ pub struct GgmlB11118;
 /// `ggml-backend.cpp`, `-reg.cpp`, `-impl.h` and `ggml-backend.h` equal cui-llama.rn's once
 /// `lm_` / `LM_` is removed, so it is stamped from the same facts; only the prefix differs.
 pub struct Ggml26;
+/// Upstream ggml 0.25.3 (llama.cpp 0c1e57098 as vendored by llama-cpp-python 0.3.36; cargo
+/// feature `ggml-0253`, headers include/ggml-0.25.3). Against b11118, `ggml-backend.h`,
+/// `ggml-backend-impl.h`, `ggml-backend-reg.cpp`, `ggml-alloc.{h,c}`, `ggml.h` and `ggml-rpc.h`
+/// (protocol 7.0.0) are the same files; `ggml-backend.cpp` differs in one scheduler pass
+/// (`facts_0_25_3!`). Its other changes are in the host's files (ggml.c checks a new tensor's
+/// element count and that `ggml_set_param` gets a leaf; ggml-backend-meta.cpp).
+pub struct Ggml0253;
 
 /// `enum ggml_op` ids of the 2026 revision (102 entries; MUL_MAT is 29).
 const OPS_2026: OpIds = OpIds {
@@ -109,6 +116,16 @@ macro_rules! facts_b11118 {
         const META_BUFFER_SET_USAGE: bool = true;
         const SCHED_EVENT_EVERY_SPLIT: bool = true;
         const SCHED_WAIT_PREV_BACKEND: bool = true;
+    };
+}
+
+/// 0.25.3 against b11118 (diff of ggml-backend.cpp): with pipeline copies, the scheduler no longer
+/// collects the INPUT-flagged sources of nodes while it splits the graph, but, in a new last pass,
+/// every INPUT-flagged leaf of the graph, whether a node uses it or not.
+macro_rules! facts_0_25_3 {
+    () => {
+        facts_b11118!();
+        const SCHED_COPIES_EVERY_INPUT_LEAF: bool = true;
     };
 }
 
@@ -199,6 +216,7 @@ rev_2026!(Lm26, 2, "lm_", "LM_", facts_v0_20_0);
 rev_2026!(Wsp26, 3, "wsp_", "WSP_", facts_v0_20_0);
 rev_2026!(Ggml26, 4, "", "", facts_v0_20_0);
 rev_2026!(GgmlB11118, 5, "", "", facts_b11118);
+rev_2026!(Ggml0253, 6, "", "", facts_0_25_3);
 
 #[cfg(test)]
 mod tests {
@@ -217,6 +235,16 @@ mod tests {
         const { assert!(GgmlB11118::META_BUFFER_SET_USAGE && GgmlB11118::SCHED_EVENT_EVERY_SPLIT && GgmlB11118::SCHED_WAIT_PREV_BACKEND) };
         const { assert!(!Lm26::META_BUFFER_SET_USAGE && !Wsp26::SCHED_EVENT_EVERY_SPLIT && !Ggml26::SCHED_WAIT_PREV_BACKEND) };
         assert_eq!((GgmlB11118::BACKEND_API_VERSION, GgmlB11118::TYPE_COUNT), (Ggml26::BACKEND_API_VERSION, Ggml26::TYPE_COUNT));
+    }
+
+    #[test]
+    fn v0_25_3_is_b11118_but_for_its_input_pass() {
+        const { assert!(Ggml0253::SCHED_COPIES_EVERY_INPUT_LEAF && !GgmlB11118::SCHED_COPIES_EVERY_INPUT_LEAF) };
+        assert_eq!(Ggml0253::INPLACE_OPS, GgmlB11118::INPLACE_OPS);
+        assert_eq!(Ggml0253::SPLIT_INPUTS_SOFT_LIMIT, GgmlB11118::SPLIT_INPUTS_SOFT_LIMIT);
+        assert_eq!(Ggml0253::ALLOC_SIZE_MAY_EXPAND_OPS, GgmlB11118::ALLOC_SIZE_MAY_EXPAND_OPS);
+        const { assert!(Ggml0253::META_BUFFER_SET_USAGE && Ggml0253::SCHED_EVENT_EVERY_SPLIT && Ggml0253::SCHED_WAIT_PREV_BACKEND) };
+        assert_ne!(Ggml0253::SLOT, GgmlB11118::SLOT);
     }
 
     #[test]

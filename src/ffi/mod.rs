@@ -58,20 +58,21 @@ pub mod wsp {
     include!(concat!(env!("OUT_DIR"), "/exports_wsp.rs"));
 }
 
-/// The unprefixed layer: upstream ggml v0.20.0 (`ggml-2026`) or llama.cpp b11118 (`ggml-b11118`).
-#[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
+/// The unprefixed layer: upstream ggml v0.20.0 (`ggml-2026`), llama.cpp b11118 (`ggml-b11118`) or
+/// upstream ggml 0.25.3 (`ggml-0253`); `ggml::Marker` names the built one's marker.
+#[cfg(ggml_unprefixed)]
 #[allow(non_camel_case_types, clippy::missing_safety_doc)]
 pub mod ggml {
     include!(concat!(env!("OUT_DIR"), "/exports_ggml.rs"));
 }
 
-/// b11118's `ggml_op_alloc_size_may_expand(op)`: defined by its ggml-backend.cpp (declared in
+/// `ggml_op_alloc_size_may_expand(op)` (b11118 on): defined by its ggml-backend.cpp (declared in
 /// ggml-backend-impl.h), so the layer replacing that file exports it too. Named outside the
 /// `ggml_backend_` family of exports.list, hence written here.
-#[cfg(feature = "ggml-b11118")]
+#[cfg(ggml_alloc_size_may_expand)]
 #[no_mangle]
 pub extern "C" fn ggml_op_alloc_size_may_expand(op: i32) -> bool {
-    guard::<crate::abi::GgmlB11118, _>("ggml_op_alloc_size_may_expand", false, || {
-        Ok(crate::buffer::op_alloc_size_may_expand::<crate::abi::GgmlB11118>(op).unwrap_or(false))
+    guard::<crate::ffi::ggml::Marker, _>("ggml_op_alloc_size_may_expand", false, || {
+        Ok(crate::buffer::op_alloc_size_may_expand::<crate::ffi::ggml::Marker>(op).unwrap_or(false))
     })
 }

@@ -164,7 +164,11 @@ impl<R: Rev> Sched<R> {
                 let sb = self.ids.backend(src);
                 ensure!(sb != -1, "input '{}' of node '{}' has no backend", s.name(), n.name());
 
-                if s.flags & TENSOR_FLAG_INPUT != 0 && self.n_copies > 1 && self.ids.copy(src, sb as usize, 0).is_null() {
+                if !R::SCHED_COPIES_EVERY_INPUT_LEAF
+                    && s.flags & TENSOR_FLAG_INPUT != 0
+                    && self.n_copies > 1
+                    && self.ids.copy(src, sb as usize, 0).is_null()
+                {
                     self.make_copies(src, sb as usize, true);
                     self.graph_inputs.push(src);
                 }
@@ -182,6 +186,9 @@ impl<R: Rev> Sched<R> {
         }
         split.i_end = nodes.len();
         self.splits.push(split);
+        if R::SCHED_COPIES_EVERY_INPUT_LEAF && self.n_copies > 1 {
+            self.copy_every_input_leaf(g)?;
+        }
         // 2026: the backend may reorder the split's nodes (in the caller's node array, as stock)
         // before the allocator's graph is built from them; b11118: and add allocation
         // dependencies, which need every split optimized before that graph is built
@@ -200,6 +207,25 @@ impl<R: Rev> Sched<R> {
                 "a backend's graph_optimize added {} allocation dependencies with a NULL tensor: ignored",
                 self.alloc_deps.rejected
             );
+        }
+        Ok(())
+    }
+
+    /// 0.25.3: every INPUT-flagged leaf gets its pipeline copies and a place among the allocator's
+    /// first leafs, used by a node or not, so that the graph's memory does not depend on which
+    /// inputs a batch uses (`Rev::SCHED_COPIES_EVERY_INPUT_LEAF`).
+    fn copy_every_input_leaf(&mut self, g: &CGraph<R>) -> Result<()> {
+        for &leaf in g.leafs() {
+            let l = obj(leaf).unwrap();
+            if l.flags & TENSOR_FLAG_INPUT == 0 {
+                continue;
+            }
+            let b = self.ids.backend(leaf);
+            ensure!(b != -1, "input leaf '{}' has no backend", l.name());
+            if self.ids.copy(leaf, b as usize, 0).is_null() {
+                self.make_copies(leaf, b as usize, true);
+            }
+            self.graph_inputs.push(leaf);
         }
         Ok(())
     }

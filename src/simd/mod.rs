@@ -18,4 +18,4 @@ pub mod node;
 /// route the 2026 graphs' ops (SET_ROWS, GLU, FLASH_ATTN_EXT) to their kernels and the fidelity
 /// check probe them. The default build (the 2024 revisions, the Android phone library among them)
 /// leaves those kernels unreferenced, so the link drops them (its size budget, docs/size.md).
-pub const SERVES_2026: bool = cfg!(any(feature = "lm-2026", feature = "wsp-2026", feature = "ggml-2026", feature = "ggml-b11118"));
+pub const SERVES_2026: bool = cfg!(any(feature = "lm-2026", feature = "wsp-2026", ggml_unprefixed));
