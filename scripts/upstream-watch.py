@@ -5,7 +5,7 @@ docs/upstream-watch.md). Reads extracted package trees, never the network.
   upstream-watch.py record KNOWN                 facts of the supported revisions' cached trees -> KNOWN
   upstream-watch.py check KNOWN DIR LABEL [SUMMARY]  one package's facts against KNOWN; appends a
                                                  summary row (tab-separated) to SUMMARY
-  upstream-watch.py diff KNOWN DIR [REV]         full unified diffs of DIR's differing files against
+  upstream-watch.py diff KNOWN DIR [REV [LABEL]] full unified diffs of DIR's differing files against
                                                  REV (default: the nearest revision)
   upstream-watch.py nearest KNOWN DIR            the nearest known revision of DIR
   upstream-watch.py has-tree KNOWN REV           yes / no: REV's tree is on disk
@@ -263,9 +263,11 @@ def cmd_check(known_path, tree, label, summary):
         best, eq, diff = ranked[0]
         exact = [s for s, e, d in ranked if not d]
         where = os.path.relpath(os.path.dirname(paths["ggml-backend-impl.h"]), tree)
-        out.append("%s  (prefix %s, ggml %s%s, files in %s)" % (
-            label, facts["prefix"], facts["ggml_version"],
-            "" if facts["upstream"] == "-" else ", " + facts["upstream"], where))
+        out.append("%s  (files in %s)" % (label, where))
+        out.append("  prefix %s, ggml %s%s, GGML_BACKEND_API_VERSION %s, ops %s, types %s, RPC protocol %s" % (
+            facts["prefix"], facts["ggml_version"],
+            "" if facts["upstream"] == "-" else " (" + facts["upstream"] + ")",
+            facts["backend_api_version"], facts["op_count"], facts["type_count"], facts["rpc_proto"]))
         if exact:
             sec = known[exact[0]]
             note = ""
@@ -312,7 +314,7 @@ def cmd_check(known_path, tree, label, summary):
             fh.write("\t".join(row) + "\n")
 
 
-def cmd_diff(known_path, tree, rev):
+def cmd_diff(known_path, tree, rev, label=None):
     known = load_known(known_path)
     r = tree_facts(tree)
     if r is None:
@@ -331,7 +333,9 @@ def cmd_diff(known_path, tree, rev):
         if sec.get("sha256." + f) == facts["sha256." + f]:
             continue
         ndiff += 1
-        for l in short_diff(kn[f], norm[f], rev + "/" + f, tree + "/" + f, 0):
+        for l in difflib.unified_diff(kn[f].splitlines() if kn[f] is not None else [],
+                                      norm[f].splitlines() if norm[f] is not None else [],
+                                      rev + "/" + f, (label or tree) + "/" + f, lineterm=""):
             print(l)
     print("upstream-watch --diff: %d file(s) differ from %s (prefix removed on both sides)" % (ndiff, rev), file=sys.stderr)
 
@@ -366,7 +370,7 @@ def main(argv):
     elif cmd == "check":
         cmd_check(known, argv[3], argv[4], argv[5] if len(argv) > 5 else None)
     elif cmd == "diff":
-        cmd_diff(known, argv[3], argv[4] if len(argv) > 4 else None)
+        cmd_diff(known, argv[3], argv[4] if len(argv) > 4 else None, argv[5] if len(argv) > 5 else None)
     elif cmd == "nearest":
         cmd_nearest(known, argv[3])
     elif cmd == "has-tree":

@@ -39,7 +39,12 @@ KEEP=(ggml-backend.h ggml-backend-impl.h ggml-backend.cpp ggml-backend-reg.cpp g
 log() { echo "upstream-watch: $*" >&2; }
 # a command bounded in time: TERM after $1 s, KILL 10 s later (timeout signals its whole
 # process group, so pip's build-backend subprocess goes too); stdin closed (nothing prompts)
-bounded() { local t="$1"; shift; timeout -k 10 "$t" "$@" </dev/null; }
+bounded() {
+  local t="$1" rc; shift
+  timeout -k 10 "$t" "$@" </dev/null; rc=$?
+  ((rc == 124 || rc == 137)) && log "timed out after $t s: $*"
+  return $rc
+}
 
 dirname_of() { # spec -> directory name under $WATCH
   local s="${1/==/-}"; s="${s/@/-}"; s="${s#-}"; echo "${s//\//-}"
@@ -111,7 +116,7 @@ print(s[0]["filename"], s[0]["digests"]["sha256"]) if s else None' "$v" 2>/dev/n
     log "pip download $name==$v (sdist)"
     bounded "$TF" python3 -m pip download -q --no-deps --no-binary :all: --no-build-isolation \
       --timeout 30 --retries 1 "$name==$v" -d "$tmp" >&2 2>"$tmp.err" ||
-      { log "pip download $name==$v failed or timed out: $(tail -2 "$tmp.err")"; rm -rf "$tmp" "$tmp.err"; return 1; }
+      { log "pip download $name==$v failed: $(tail -2 "$tmp.err")"; rm -rf "$tmp" "$tmp.err"; return 1; }
     rm -f "$tmp.err"
     got="$(ls "$tmp"/*.tar.gz 2>/dev/null | head -1)"
     [[ -n "$got" ]] || { log "pip download $name==$v: no sdist"; rm -rf "$tmp"; return 1; }
@@ -191,10 +196,11 @@ case "${1:-}" in
     rev="${3:-}"
     [[ -n "$rev" ]] || rev="$(python3 "$PY" nearest "$KNOWN" "$dir")" || exit 1
     # the revision's tree: its cached one (.cache/hosts, .cache/upstream) or the watch's own copy
-    if [[ "$(python3 "$PY" has-tree "$KNOWN" "$rev")" != yes ]]; then
+    has="$(python3 "$PY" has-tree "$KNOWN" "$rev")" || exit 2
+    if [[ "$has" != yes ]]; then
       fetch_spec "$rev" >/dev/null || { log "could not fetch $rev"; exit 1; }
     fi
-    exec python3 "$PY" diff "$KNOWN" "$dir" "$rev" ;;
+    exec python3 "$PY" diff "$KNOWN" "$dir" "$rev" "$2" ;;
   -*) log "unknown option $1 (see --help)"; exit 2 ;;
 esac
 
