@@ -19,6 +19,7 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod host;
+pub mod host_try;
 #[cfg(feature = "simd")]
 pub mod host_graph;
 #[cfg(any(feature = "ggml-2026", feature = "ggml-b11118"))]
