@@ -293,6 +293,8 @@ pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*m
     let Some(d) = obj(dev) else { return Ok(std::ptr::null_mut()) };
     match d.init_backend(params) {
         Ok(b) => Ok(b),
+        // no init_backend at all: the caller's error, as for any missing vtable entry
+        Err(e) if d.iface.init_backend.is_none() => Err(e),
         Err(e) => {
             let name = d.name().map(cstr).unwrap_or_else(|_| "(unnamed)".into());
             crate::log_at!(R, Warn, "ggml_backend_dev_init", "device {}: {}; returning NULL", name, e);
