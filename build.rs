@@ -215,6 +215,17 @@ fn main() {
         shim.define("GGML_RS_UNPREFIXED", None);
     }
     shim.compile("ggml_rs_host");
+    // the try/catch trampolines of the registry's calls into backends (C++ without headers, its
+    // runtime referenced weakly): compiled by the C compiler as C++, so no C++ compiler or standard
+    // library is needed and none is linked
+    println!("cargo:rerun-if-changed=src/host_try.cpp");
+    cc::Build::new()
+        .file(root.join("src/host_try.cpp"))
+        .flag("-xc++")
+        .flag("-fexceptions")
+        .flag_if_supported("-fno-rtti")
+        .flag_if_supported("-fvisibility=hidden")
+        .compile("ggml_rs_host_try");
 
     let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
     // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The

@@ -23,6 +23,7 @@ pub mod error;
 pub mod event;
 pub mod ffi;
 pub mod host;
+pub mod host_try;
 #[cfg(feature = "simd")]
 pub mod host_graph;
 #[cfg(ggml_unprefixed)]

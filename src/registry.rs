@@ -33,16 +33,48 @@ pub struct Registry<R: Rev> {
     n_devs: AtomicUsize,
 }
 
-/// Asks a reg for its devices (foreign calls, made before taking the lock).
-fn devices_of<R: Rev>(reg: &Reg<R>) -> Result<Vec<Ptr<Device<R>>>> {
+/// What a probe of a GPU-type device allocates (and frees at once) from its buffer type.
+const PROBE_ALLOC: usize = 256;
+
+/// Asks a reg for its devices (foreign calls, made before taking the lock, each through the
+/// C++ trampolines of `host_try`). A device that fails [`check_device`] is left out with one
+/// warning and the others are kept. `Err` (nothing registered) when the reg cannot say how many
+/// devices it has; `Ok(None)` when it has some and every one was left out (already said: the reg
+/// is left out without another line).
+fn devices_of<R: Rev>(reg: &Reg<R>, who: &str) -> Result<Option<Vec<Ptr<Device<R>>>>> {
     let n = reg.device_count()?;
     let mut devs = Vec::with_capacity(n);
     for i in 0..n {
-        let d = reg.device(i)?;
-        ensure!(!d.is_null(), "backend {} returned a NULL device {}", cstr(reg.name()?), i);
-        devs.push(Ptr(d));
+        match check_device(reg, i) {
+            Ok(d) => devs.push(Ptr(d)),
+            Err(e) => crate::log_at!(R, Warn, "ggml_backend_registry",
+                "leaving out device {} of backend {}: {}; the app runs without it", i, who, e),
+        }
     }
-    Ok(devs)
+    Ok((n == 0 || !devs.is_empty()).then_some(devs))
+}
+
+/// Device `i` of `reg`, if it passes what a device must to be offered to the app: it exists
+/// (`get_device` returns it without throwing) and, for a GPU-type device (which has memory of its
+/// own), it reports some memory and allocates a small buffer. CPU-type and accelerator devices
+/// (ggml-cpu, BLAS, AMX, the SIMD backend) share the host's memory and may report none (old
+/// ggml-cpu and ggml-blas report 0): only their existence is checked.
+fn check_device<R: Rev>(reg: &Reg<R>, i: usize) -> Result<*mut Device<R>> {
+    let d = reg.device(i)?;
+    let Some(dev) = obj(d) else { bail!("get_device returned NULL") };
+    let ty = dev.type_()?;
+    if ty != DEV_TYPE_GPU && Some(ty) != R::DEV_TYPE_IGPU {
+        return Ok(d);
+    }
+    let name = dev.name().map(cstr).unwrap_or_else(|e| format!("({})", e));
+    let (_, total) = dev.memory()?;
+    ensure!(total > 0, "{} reports no memory (total 0)", name);
+    let buft = dev.buffer_type()?;
+    let Some(bt) = obj(buft) else { bail!("{} has no buffer type (get_buffer_type returned NULL)", name) };
+    let buf = bt.alloc(PROBE_ALLOC).map_err(|e| crate::error::Error(format!("{}: first buffer allocation: {}", name, e)))?;
+    ensure!(!buf.is_null(), "{}: its first buffer allocation ({} bytes) failed", name, PROBE_ALLOC);
+    crate::buffer::buffer_free(buf);
+    Ok(d)
 }
 
 static REGISTRIES: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
@@ -75,15 +107,30 @@ impl<R: Rev> Registry<R> {
                 // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)
                 add_simd(&mut state, R::DEV_TYPE_ACCEL);
             }
-            // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or NULL.
-            let reg = unsafe { reg_fn() };
-            let Some(r) = obj(reg) else { continue };
-            match devices_of(r) {
-                Ok(devs) => {
+            let reg_name = format!("{}ggml_backend_{}_reg", R::PREFIX, name);
+            // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or
+            // NULL; a C++ exception thrown by it stops in host_try.cpp.
+            let reg = match unsafe { crate::host_try::call0(*reg_fn) } {
+                Ok(reg) => reg,
+                Err(e) => {
+                    crate::log_at!(R, Warn, "ggml_backend_registry",
+                        "leaving out host backend {}: {}() {}; the app runs without it", name, reg_name, e);
+                    continue;
+                }
+            };
+            let Some(r) = obj(reg) else {
+                crate::log_at!(R, Warn, "ggml_backend_registry",
+                    "leaving out host backend {}: {}() returned NULL; the app runs without it", name, reg_name);
+                continue;
+            };
+            match devices_of(r, name) {
+                Ok(None) => {}
+                Ok(Some(devs)) => {
                     state.backends.push(Entry { reg: Ptr(reg), _handle: None });
                     state.devices.extend(devs);
                 }
-                Err(e) => crate::log_error!(R, "ggml_backend_registry", "skipping host backend {}: {}", name, e),
+                Err(e) => crate::log_at!(R, Warn, "ggml_backend_registry",
+                    "leaving out host backend {}: {}; the app runs without it", name, e),
             }
         }
         if !host_has_cpu {
@@ -105,9 +152,24 @@ impl<R: Rev> Registry<R> {
         Registry { state: Mutex::new(state), n_regs, n_devs }
     }
 
+    /// Registers a reg and the devices of it that pass [`check_device`]. A NULL reg is nothing to
+    /// register (stock ignores it too: llama.cpp registers what `ggml_backend_rpc_add_server`
+    /// returned, NULL when the server is unreachable), so it is a silent no-op.
     fn add(&self, reg: *mut Reg<R>, handle: Option<DlHandle>) -> Result<()> {
-        let Some(r) = obj(reg) else { bail!("backend reg is NULL") };
-        let devs = devices_of(r)?;
+        let Some(r) = obj(reg) else {
+            crate::log_at!(R, Debug, "ggml_backend_register", "backend reg is NULL: nothing registered");
+            return Ok(());
+        };
+        let who = r.name().map(cstr).unwrap_or_else(|_| "(unnamed)".into());
+        let devs = match devices_of(r, &who) {
+            Ok(Some(devs)) => devs,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                crate::log_at!(R, Warn, "ggml_backend_register",
+                    "leaving out backend {}: {}; the app runs without it", who, e);
+                return Ok(());
+            }
+        };
         let mut st = self.state.lock();
         st.backends.push(Entry { reg: Ptr(reg), _handle: handle });
         st.devices.extend(devs);
@@ -225,22 +287,45 @@ pub fn names_match<R: Rev>(a: &str, b: &str) -> bool {
     }
 }
 
+/// `dev_init`: the device's backend, or NULL as its `init_backend` answered. A C++ exception
+/// thrown by it (stock lets it terminate the app) is one warning and NULL.
 pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
-    match obj(dev) {
-        Some(d) => d.init_backend(params),
-        None => Ok(std::ptr::null_mut()),
+    let Some(d) = obj(dev) else { return Ok(std::ptr::null_mut()) };
+    match d.init_backend(params) {
+        Ok(b) => Ok(b),
+        // no init_backend at all: the caller's error, as for any missing vtable entry
+        Err(e) if d.iface.init_backend.is_none() => Err(e),
+        Err(e) => {
+            let name = d.name().map(cstr).unwrap_or_else(|_| "(unnamed)".into());
+            crate::log_at!(R, Warn, "ggml_backend_dev_init", "device {}: {}; returning NULL", name, e);
+            Ok(std::ptr::null_mut())
+        }
     }
 }
 
-/// GPU first (2026: then an integrated GPU), else CPU, as stock.
+/// GPU first (2026: then an integrated GPU), else CPU, as stock; a device that fails to start
+/// (its `init_backend` returns NULL or throws) is passed over with one warning, down to the CPU.
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     let reg = crate::registry::registry::<R>();
-    let mut dev = reg.dev_by_type(DEV_TYPE_GPU)?;
-    if let (true, Some(igpu)) = (dev.is_null(), R::DEV_TYPE_IGPU) {
-        dev = reg.dev_by_type(igpu)?;
+    let mut tried: Vec<String> = Vec::new();
+    for ty in [Some(DEV_TYPE_GPU), R::DEV_TYPE_IGPU, Some(DEV_TYPE_CPU)].into_iter().flatten() {
+        let dev = reg.dev_by_type(ty)?;
+        let Some(d) = obj(dev) else { continue };
+        let name = d.name().map(cstr).unwrap_or_else(|_| "(unnamed)".into());
+        let failure = match d.init_backend(std::ptr::null()) {
+            Ok(b) if !b.is_null() => {
+                if !tried.is_empty() {
+                    crate::log_at!(R, Warn, "ggml_backend_init_best", "{}; using {} instead", tried.join("; "), name);
+                }
+                return Ok(b);
+            }
+            Ok(_) => "its init_backend returned NULL".to_string(),
+            Err(e) => e.to_string(),
+        };
+        tried.push(format!("device {} did not start ({})", name, failure));
     }
-    if dev.is_null() {
-        dev = reg.dev_by_type(DEV_TYPE_CPU)?;
+    if !tried.is_empty() {
+        crate::log_at!(R, Warn, "ggml_backend_init_best", "{}; no backend", tried.join("; "));
     }
-    init_dev(dev, std::ptr::null())
+    Ok(std::ptr::null_mut())
 }

@@ -12,6 +12,7 @@
 
 use super::*;
 use crate::error::Result;
+use crate::host_try;
 use crate::{bail, ensure};
 use std::ffi::CStr;
 
@@ -90,8 +91,8 @@ impl<R: Rev> BufferType<R> {
     }
     pub fn alloc(&self, size: usize) -> Result<*mut Buffer<R>> {
         let f = call!(self.iface, alloc_buffer, "buffer type");
-        // SAFETY: as above.
-        Ok(unsafe { f(self.me(), size) })
+        // SAFETY: as above; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_pz(f, self.me(), size) }.map_err(|e| e.during("alloc_buffer"))
     }
     pub fn alignment(&self) -> Result<usize> {
         let f = call!(self.iface, get_alignment, "buffer type");
@@ -200,11 +201,13 @@ impl<R: Rev> Buffer<R> {
             unsafe { f(self.me()) }
         }
     }
-    /// Runs the buffer's own `free_buffer` (which releases `context`), not the struct itself.
+    /// Runs the buffer's own `free_buffer` (which releases `context`), not the struct itself. A
+    /// C++ exception thrown by it stops here (the context is then whatever the backend left).
     pub fn release_context(&self) {
         if let Some(f) = self.iface.free_buffer {
-            // SAFETY: as above; called once, right before the struct is freed.
-            unsafe { f(self.me()) }
+            // SAFETY: as above; called once, right before the struct is freed; a C++ exception
+            // stops in host_try.cpp.
+            let _ = unsafe { host_try::call_v(f, self.me()) };
         }
     }
 }
@@ -353,14 +356,14 @@ impl<R: Rev> Device<R> {
     pub fn memory(&self) -> Result<(usize, usize)> {
         let f = call!(self.iface, get_memory, "device");
         let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: as above; both out-pointers are valid locals.
-        unsafe { f(self.me(), &mut free, &mut total) };
+        // SAFETY: as above; both out-pointers are valid locals; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_v_out2(f, self.me(), &mut free, &mut total) }.map_err(|e| e.during("get_memory"))?;
         Ok((free, total))
     }
     pub fn type_(&self) -> Result<DevType> {
         let f = call!(self.iface, get_type, "device");
-        // SAFETY: as above.
-        Ok(unsafe { f(self.me()) })
+        // SAFETY: as above; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_i(f, self.me()) }.map_err(|e| e.during("get_type"))
     }
     pub fn props(&self, out: &mut DevProps<R>) -> Result<()> {
         let f = call!(self.iface, get_props, "device");
@@ -370,13 +373,13 @@ impl<R: Rev> Device<R> {
     }
     pub fn init_backend(&self, params: *const c_char) -> Result<*mut Backend<R>> {
         let f = call!(self.iface, init_backend, "device");
-        // SAFETY: as above; params is NULL or a C string.
-        Ok(unsafe { f(self.me(), params) })
+        // SAFETY: as above; params is NULL or a C string; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_pp(f, self.me(), params) }.map_err(|e| e.during("init_backend"))
     }
     pub fn buffer_type(&self) -> Result<*mut BufferType<R>> {
         let f = call!(self.iface, get_buffer_type, "device");
-        // SAFETY: as above.
-        Ok(unsafe { f(self.me()) })
+        // SAFETY: as above; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_p(f, self.me()) }.map_err(|e| e.during("get_buffer_type"))
     }
     pub fn host_buffer_type(&self) -> *mut BufferType<R> {
         // SAFETY: as above.
@@ -430,13 +433,14 @@ impl<R: Rev> Reg<R> {
     }
     pub fn device_count(&self) -> Result<usize> {
         let f = call!(self.iface, get_device_count, "backend reg");
-        // SAFETY: as above.
-        Ok(unsafe { f(self.me()) })
+        // SAFETY: as above; a C++ exception stops in host_try.cpp.
+        unsafe { host_try::call_z(f, self.me()) }.map_err(|e| e.during("get_device_count"))
     }
     pub fn device(&self, index: usize) -> Result<*mut Device<R>> {
         let f = call!(self.iface, get_device, "backend reg");
-        // SAFETY: as above; index < device_count is checked by the caller.
-        Ok(unsafe { f(self.me(), index) })
+        // SAFETY: as above; index < device_count is checked by the caller; a C++ exception stops
+        // in host_try.cpp.
+        unsafe { host_try::call_pz(f, self.me(), index) }.map_err(|e| e.during("get_device"))
     }
     pub fn proc_address(&self, name: *const c_char) -> *mut c_void {
         // SAFETY: as above; name is a C string.

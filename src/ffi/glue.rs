@@ -280,7 +280,8 @@ pub fn dev_backend_reg<R: Rev>(device: *mut Device<R>) -> Result<*mut Reg<R>> {
     Ok(non_null!(device, "device").reg)
 }
 pub fn dev_init<R: Rev>(device: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
-    non_null!(device, "device").init_backend(params)
+    non_null!(device, "device");
+    registry::init_dev(device, params)
 }
 pub fn dev_buffer_type<R: Rev>(device: *mut Device<R>) -> Result<*mut BufferType<R>> {
     non_null!(device, "device").buffer_type()
