@@ -193,8 +193,12 @@ fi
     | awk 'NF == 3 {sub(/@.*/, "", $3); print $3}' | sort -u >"$WORK/glibc.txt"
 # bionic-only names Rust's std and libc crate use; the unwinder is the NDK's libunwind.a
 ANDROID_EXTRA='^(__errno|__system_property_get|android_set_abort_message|__android_log_.*|_Unwind_.*)$'
+# the C++ runtime names src/host_try.cpp references weakly (its try/catch around the registry's
+# calls into backends): resolved by the app's C++ runtime when it has one, NULL otherwise
+CXX_WEAK='__gxx_personality_v0|__cxa_begin_catch|__cxa_end_catch|__cxa_current_exception_type|_ZSt9terminatev'
+ANDROID_EXTRA="${ANDROID_EXTRA%)\$}|$CXX_WEAK)\$"
 # libSystem (libc, libm, libdyld, libdispatch, libunwind, mach, copyfile, CommonCrypto's RNG)
-APPLE_EXTRA='^(___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
+APPLE_EXTRA='^(___gxx_personality_v0|___cxa_begin_catch|___cxa_end_catch|___cxa_current_exception_type|__ZSt9terminatev|___error|___assert_rtn|___stack_chk_.*|___sincosf_stret|__NSGet.*|__dyld_.*|__tlv_.*|__exit|__Unwind_.*|_mach_.*|_dispatch_.*|_copyfile_.*|_fcopyfile|_fclonefileat|_f?setattrlist|_pthread_.*_np|_getpeereid|_sysctlbyname|_memset_pattern(4|8|16)|_CCRandomGenerateBytes|_[a-z_0-9]+\$DARWIN_EXTSN)$'
 
 # The Android shared library: ELF machine, SONAME, NEEDED only the device's libc/libm/libdl/liblog,
 # every LOAD segment aligned for 16 KB pages, exactly the exports of both prefixes, the unwinder
@@ -221,7 +225,7 @@ check_so() {
     weak_bad=$(awk '$2 ~ /^(lm|wsp)_ggml_/ && $1 != "w"' "$WORK/$t.so.undef" | wc -l)
     # bionic-only names (the unwinder is inside: no _Unwind_* may be left)
     awk '$2 !~ /^(lm|wsp)_ggml_/ {print $2}' "$WORK/$t.so.undef" | comm -23 - "$WORK/glibc.txt" \
-        | grep -vE '^(__errno|__system_property_get|android_set_abort_message|__android_log_.*)$' >"$WORK/$t.so.others" || true
+        | grep -vE "^(__errno|__system_property_get|android_set_abort_message|__android_log_.*|$CXX_WEAK)\$" >"$WORK/$t.so.others" || true
     others=$(wc -l <"$WORK/$t.so.others")
     ((weak_bad == 0 && others == 0)) || { bad=1; echo "cross.sh: $so: undefined: $weak_bad host symbols not weak; not bionic's: $(tr '\n' ' ' <"$WORK/$t.so.others")" >&2; }
     SO_STATE[$t]="$( ((bad)) && echo FAIL || echo ok ) ${SO_STATE[$t]:-}: ELF ${want##* }, SONAME, NEEDED ${needed% }, LOAD align ${align% }, $exports exports, $und undefined ($host host, weak)"
@@ -293,7 +297,7 @@ check() {
     # Mach-O needs a definition even for weak references at link time: the flags an iOS app adds
     # for the host symbols it does not link (ld64's -U)
     if [ -n "$u" ]; then
-        grep -E "^_(lm|wsp)_ggml_" "$WORK/$t.undef" | sed 's/^/-Wl,-U,/' >"dist/$t/host-weak.ldflags"
+        grep -E "^_(lm|wsp)_ggml_|^_($CXX_WEAK)\$" "$WORK/$t.undef" | sed 's/^/-Wl,-U,/' >"dist/$t/host-weak.ldflags"
         # a libSystem stub with the platform names above, for the test links of step 4 (it proves
         # the archive links as Mach-O with those flags, not what the real libSystem exports)
         { printf -- "--- !tapi-tbd\ntbd-version: 4\ntargets: [ %s ]\ninstall-name: '/usr/lib/libSystem.B.dylib'\nexports:\n  - targets: [ %s ]\n    symbols: [ " \

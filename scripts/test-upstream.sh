@@ -321,6 +321,107 @@ if [[ "$FULL" == 1 ]]; then
     grep -q 'unable to allocate' '$OUT/runs/refuse-rs.txt.err'"
   check "fault: our client ends like stock's (no hang: rc != 124)" bash -c "[[ \$(cat '$OUT/runs/fault-rs.txt.rc') != 124 && \$(cat '$OUT/runs/fault-rs.txt.rc') == \$(cat '$OUT/runs/fault-stock.txt.rc') ]]"
 
+  # Gemma 3 270M, and both models with the library's SIMD backend (GGML_RS_SIMD=1) beside ggml-cpu
+  GEMMA="$ROOT/.cache/models/gemma-3-270m-q4_k_m.gguf"
+  gen "$S" "$OUT/runs/gen-gemma-stock.txt" -m "$GEMMA" || true
+  gen "$R" "$OUT/runs/gen-gemma-rs.txt" -m "$GEMMA" || true
+  check "Gemma 3 270M generation: ours = stock" same "$OUT/runs/gen-gemma-stock.txt" "$OUT/runs/gen-gemma-rs.txt"
+  GGML_RS_SIMD=1 gen "$R" "$OUT/runs/gen-simd-rs.txt" || true
+  GGML_RS_SIMD=1 gen "$R" "$OUT/runs/gen-gemma-simd-rs.txt" -m "$GEMMA" || true
+  check "SmolLM2 with GGML_RS_SIMD=1: ours = stock" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-simd-rs.txt"
+  check "Gemma 3 270M with GGML_RS_SIMD=1: ours = stock" same "$OUT/runs/gen-gemma-stock.txt" "$OUT/runs/gen-gemma-simd-rs.txt"
+  grep -h 'SIMD: contract' "$OUT/runs/gen-simd-rs.txt.err" | head -1 | sed 's/^/upstream:   /' || true
+
+  # upstream's own CMake and tools, as the README builds them: the one option
+  # -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake on llama.cpp's configure line, stock vs
+  # ours: llama-completion (greedy text), llama-perplexity (every chunk's figure and the final
+  # estimate, to the last printed digit), ggml-rpc-server with the other side's client, its file
+  # cache (-c: a second run served from it) and a server exposing two devices (-d CPU,CPU)
+  ST="$OUT/stock-tools"
+  RT="$OUT/rs-tools"
+  TOOLS=(llama-completion llama-perplexity ggml-rpc-server)
+  tools_build() { # dir src [cmake args...]
+    local dir="$1" src="$2"
+    shift 2
+    cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DGGML_RPC=ON \
+      -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DGGML_CCACHE=OFF ${NO_AMX[@]+"${NO_AMX[@]}"} "$@" \
+      >"$dir.configure.log" 2>&1 || { tail -20 "$dir.configure.log"; return 1; }
+    build "$dir" "${TOOLS[@]}"
+  }
+  step "stock tools (upstream CMake): build" tools_build "$ST" "$SRC_STOCK"
+  step "ours tools (upstream CMake + include): build" tools_build "$RT" "$SRC_RS" \
+    "-DCMAKE_PROJECT_INCLUDE=$ROOT/cmake/ggml-rs-upstream.cmake" "-DGGML_RS_LIB=$LIB_A"
+  check "upstream tools: ours compiles no ggml-backend.cpp" not_compiled "$RT"
+  check "upstream tools: llama-completion linked on the library" linked_ours "$RT/bin/llama-completion"
+  completion() { # dir out [args...]
+    local dir="$1" out="$2"
+    shift 2
+    timeout 300 "$dir/bin/llama-completion" -m "$MODEL" -p "$PROMPT" -n "$NGEN" -t 2 --temp 0 -s 1 -no-cnv \
+      --no-warmup "$@" >"$out" 2>"$out.err" </dev/null
+  }
+  completion "$ST" "$OUT/runs/completion-stock.txt" || true
+  completion "$RT" "$OUT/runs/completion-rs.txt" || true
+  check "llama-completion: ours = stock (text)" bash -c "grep -q 'Paris' '$OUT/runs/completion-stock.txt' && cmp -s '$OUT/runs/completion-stock.txt' '$OUT/runs/completion-rs.txt'"
+  # a text of the project's own docs, long enough for 6 chunks of 128 tokens
+  cat "$ROOT"/docs/*.md | head -c 60000 >"$OUT/runs/ppl-text.txt"
+  perplexity() { # dir out
+    timeout 600 "$1/bin/llama-perplexity" -m "$MODEL" -f "$OUT/runs/ppl-text.txt" -c 128 --chunks 6 -t 2 -b 128 \
+      >"$2" 2>&1 </dev/null || true
+    grep -Eo '\[[0-9]+\][0-9.]+|Final estimate: PPL = [0-9.]+ \+/- [0-9.]+' "$2" >"$2.figures" || true
+  }
+  perplexity "$ST" "$OUT/runs/ppl-stock.txt"
+  perplexity "$RT" "$OUT/runs/ppl-rs.txt"
+  echo "upstream: llama-perplexity ours: $(tail -1 "$OUT/runs/ppl-rs.txt.figures"); stock: $(tail -1 "$OUT/runs/ppl-stock.txt.figures")"
+  check "llama-perplexity: ours = stock (every chunk, final estimate)" bash -c "grep -q 'Final estimate' '$OUT/runs/ppl-stock.txt.figures' && cmp -s '$OUT/runs/ppl-stock.txt.figures' '$OUT/runs/ppl-rs.txt.figures'"
+  # ggml-rpc-server of upstream's tools: started like start_server, by its upstream name
+  tool_server() { # dir [server args...] -> SERVER_PID, SERVER_EP
+    local dir="$1" port=$next_port
+    shift
+    next_port=$((next_port + 1))
+    (exec timeout 900 "$dir/bin/ggml-rpc-server" -H 127.0.0.1 -p "$port" -t 2 "$@") >"$OUT/runs/server-$port.log" 2>&1 &
+    SERVER_PID=$!
+    SERVERS+=("$SERVER_PID")
+    SERVER_EP="127.0.0.1:$port"
+    local i
+    for i in $(seq 1 100); do
+      (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+      kill -0 "$SERVER_PID" 2>/dev/null || break
+      sleep 0.2
+    done
+    return 1
+  }
+  tool_rpc() { # client-dir server-dir out [server args...]
+    local client="$1" server="$2" out="$3"
+    shift 3
+    tool_server "$server" "$@" || return 1
+    completion "$client" "$out" --rpc "$SERVER_EP" -ngl 99 || true
+    stop_server "$SERVER_PID"
+  }
+  tool_rpc "$ST" "$ST" "$OUT/runs/tools-rpc-stock-stock.txt"
+  tool_rpc "$ST" "$RT" "$OUT/runs/tools-rpc-stock-rs.txt"
+  check "ggml-rpc-server: ours with a stock client = stock pair" bash -c "grep -q 'Paris' '$OUT/runs/tools-rpc-stock-stock.txt' && cmp -s '$OUT/runs/tools-rpc-stock-stock.txt' '$OUT/runs/tools-rpc-stock-rs.txt'"
+  # the server's file cache: two clients in a row on one server with -c (the second run's tensors
+  # come from the cache), in a cache folder of its own
+  cache_run() { # client server out
+    export LLAMA_CACHE="$OUT/runs/rpc-cache-$(basename "$2")"
+    rm -rf "$LLAMA_CACHE"
+    tool_server "$2" -c || return 1
+    completion "$1" "$3.1" --rpc "$SERVER_EP" -ngl 99 || true
+    completion "$1" "$3.2" --rpc "$SERVER_EP" -ngl 99 || true
+    stop_server "$SERVER_PID"
+    find "$LLAMA_CACHE" -type f 2>/dev/null | wc -l >"$3.files"
+    unset LLAMA_CACHE
+  }
+  cache_run "$ST" "$ST" "$OUT/runs/rpc-cache-stock.txt"
+  cache_run "$RT" "$RT" "$OUT/runs/rpc-cache-rs.txt"
+  echo "upstream: RPC cache files: stock $(cat "$OUT/runs/rpc-cache-stock.txt.files"), ours $(cat "$OUT/runs/rpc-cache-rs.txt.files")"
+  check "ggml-rpc-server -c: both runs of ours = stock's first run" bash -c "
+    cmp -s '$OUT/runs/tools-rpc-stock-stock.txt' '$OUT/runs/rpc-cache-rs.txt.1' && cmp -s '$OUT/runs/tools-rpc-stock-stock.txt' '$OUT/runs/rpc-cache-rs.txt.2' &&
+    cmp -s '$OUT/runs/rpc-cache-stock.txt.files' '$OUT/runs/rpc-cache-rs.txt.files'"
+  tool_rpc "$ST" "$ST" "$OUT/runs/tools-rpc2dev-stock.txt" -d CPU,CPU
+  tool_rpc "$RT" "$RT" "$OUT/runs/tools-rpc2dev-rs.txt" -d CPU,CPU
+  check "ggml-rpc-server -d CPU,CPU (two devices): ours = stock" bash -c "grep -q 'Paris' '$OUT/runs/tools-rpc2dev-stock.txt' && cmp -s '$OUT/runs/tools-rpc2dev-stock.txt' '$OUT/runs/tools-rpc2dev-rs.txt'"
+
   # llama compiled against our headers, with llama.cpp's own whole test suite
   SF="$OUT/stock-static-tests"
   RF="$OUT/rs-static-tests"

@@ -84,15 +84,27 @@ impl<R: Rev> HostFns<R> {
 /// Sends one line through the host's `ggml_log_internal` (which honours the app's log callback,
 /// e.g. llama.rn's route to JavaScript), or stderr when the host has no logger.
 pub fn log<R: Rev>(level: LogLevel, msg: &str) {
-    let mut line = String::with_capacity(msg.len() + 1);
-    line.push_str(msg);
+    log_line(crate::host::host::<R>().log, level, format_args!("{}", msg));
+}
+
+/// `log_error!` / `log_at!`: `<prefix><func>: <message>`, formatted once, in one non-generic body
+/// (the phone library carries each call site for two revisions).
+pub fn log_fmt<R: Rev>(level: LogLevel, func: &str, args: std::fmt::Arguments<'_>) {
+    log_line(crate::host::host::<R>().log, level, format_args!("{}{}: {}", R::PREFIX, func, args));
+}
+
+#[inline(never)]
+fn log_line(log: LogFn, level: LogLevel, args: std::fmt::Arguments<'_>) {
+    use std::fmt::Write;
+    let mut line = String::new();
+    let _ = line.write_fmt(args);
     if !line.ends_with('\n') {
         line.push('\n');
     }
     let c = CString::new(line.replace('\0', "?")).unwrap_or_default();
     // SAFETY: c is a valid NUL-terminated string for the duration of the call.
     unsafe {
-        (crate::host::host::<R>().log)(level as i32, c.as_ptr());
+        log(level as i32, c.as_ptr());
     }
 }
 
@@ -100,16 +112,14 @@ pub fn log<R: Rev>(level: LogLevel, msg: &str) {
 #[macro_export]
 macro_rules! log_error {
     ($r:ty, $func:expr, $($arg:tt)*) => {
-        $crate::host::log::<$r>($crate::abi::LogLevel::Error,
-            &format!("{}{}: {}", <$r as $crate::abi::Rev>::PREFIX, $func, format!($($arg)*)))
+        $crate::host::log_fmt::<$r>($crate::abi::LogLevel::Error, $func, format_args!($($arg)*))
     };
 }
 
 #[macro_export]
 macro_rules! log_at {
     ($r:ty, $level:ident, $func:expr, $($arg:tt)*) => {
-        $crate::host::log::<$r>($crate::abi::LogLevel::$level,
-            &format!("{}{}: {}", <$r as $crate::abi::Rev>::PREFIX, $func, format!($($arg)*)))
+        $crate::host::log_fmt::<$r>($crate::abi::LogLevel::$level, $func, format_args!($($arg)*))
     };
 }
 

@@ -61,20 +61,44 @@ fn devices_of<R: Rev>(reg: &Reg<R>, who: &str) -> Result<Option<Vec<Ptr<Device<R
 /// ggml-cpu and ggml-blas report 0): only their existence is checked.
 fn check_device<R: Rev>(reg: &Reg<R>, i: usize) -> Result<*mut Device<R>> {
     let d = reg.device(i)?;
-    let Some(dev) = obj(d) else { bail!("get_device returned NULL") };
+    let Some(dev) = obj(d) else { return Err(DeviceFault::Null.explain(String::new())) };
     let ty = dev.type_()?;
     if ty != DEV_TYPE_GPU && Some(ty) != R::DEV_TYPE_IGPU {
         return Ok(d);
     }
-    let name = dev.name().map(cstr).unwrap_or_else(|e| format!("({})", e));
+    let name = || dev.name().map(cstr).unwrap_or_default();
     let (_, total) = dev.memory()?;
-    ensure!(total > 0, "{} reports no memory (total 0)", name);
-    let buft = dev.buffer_type()?;
-    let Some(bt) = obj(buft) else { bail!("{} has no buffer type (get_buffer_type returned NULL)", name) };
-    let buf = bt.alloc(PROBE_ALLOC).map_err(|e| crate::error::Error(format!("{}: first buffer allocation: {}", name, e)))?;
-    ensure!(!buf.is_null(), "{}: its first buffer allocation ({} bytes) failed", name, PROBE_ALLOC);
+    if total == 0 {
+        return Err(DeviceFault::NoMemory.explain(name()));
+    }
+    let Some(bt) = obj(dev.buffer_type()?) else { return Err(DeviceFault::NoBufferType.explain(name())) };
+    let buf = bt.alloc(PROBE_ALLOC)?;
+    if buf.is_null() {
+        return Err(DeviceFault::AllocFailed.explain(name()));
+    }
     crate::buffer::buffer_free(buf);
     Ok(d)
+}
+
+/// Why [`check_device`] leaves a device out; the message is formed here, once for every revision
+/// (the phone library carries the registry for two).
+enum DeviceFault {
+    Null,
+    NoMemory,
+    NoBufferType,
+    AllocFailed,
+}
+
+impl DeviceFault {
+    #[inline(never)]
+    fn explain(self, name: String) -> crate::error::Error {
+        crate::error::Error(match self {
+            DeviceFault::Null => "get_device returned NULL".into(),
+            DeviceFault::NoMemory => format!("{} reports no memory (total 0)", name),
+            DeviceFault::NoBufferType => format!("{} has no buffer type (get_buffer_type returned NULL)", name),
+            DeviceFault::AllocFailed => format!("{}: its first buffer allocation ({} bytes) failed", name, PROBE_ALLOC),
+        })
+    }
 }
 
 static REGISTRIES: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
@@ -307,25 +331,17 @@ pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*m
 /// (its `init_backend` returns NULL or throws) is passed over with one warning, down to the CPU.
 pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     let reg = crate::registry::registry::<R>();
-    let mut tried: Vec<String> = Vec::new();
     for ty in [Some(DEV_TYPE_GPU), R::DEV_TYPE_IGPU, Some(DEV_TYPE_CPU)].into_iter().flatten() {
         let dev = reg.dev_by_type(ty)?;
         let Some(d) = obj(dev) else { continue };
-        let name = d.name().map(cstr).unwrap_or_else(|_| "(unnamed)".into());
         let failure = match d.init_backend(std::ptr::null()) {
-            Ok(b) if !b.is_null() => {
-                if !tried.is_empty() {
-                    crate::log_at!(R, Warn, "ggml_backend_init_best", "{}; using {} instead", tried.join("; "), name);
-                }
-                return Ok(b);
-            }
-            Ok(_) => "its init_backend returned NULL".to_string(),
-            Err(e) => e.to_string(),
+            Ok(b) if !b.is_null() => return Ok(b),
+            Ok(_) => None,
+            Err(e) => Some(e),
         };
-        tried.push(format!("device {} did not start ({})", name, failure));
-    }
-    if !tried.is_empty() {
-        crate::log_at!(R, Warn, "ggml_backend_init_best", "{}; no backend", tried.join("; "));
+        crate::log_at!(R, Warn, "ggml_backend_init_best", "device {} did not start ({}); trying the next device type",
+            d.name().map(cstr).unwrap_or_default(),
+            failure.as_ref().map_or("its init_backend returned NULL", |e| e.0.as_str()));
     }
     Ok(std::ptr::null_mut())
 }

@@ -199,8 +199,31 @@ impl Drop for Session<'_> {
 pub fn spin_budget(n_threads: usize) -> Duration {
     static ENV: once_cell::sync::Lazy<Option<u64>> =
         once_cell::sync::Lazy::new(|| std::env::var("GGML_RS_SIMD_SPIN_US").ok().and_then(|v| v.trim().parse().ok()));
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cpu_count();
     Duration::from_micros(ENV.unwrap_or(if n_threads > cores { 5 } else { 200 }))
+}
+
+/// The CPUs this process may run on: its affinity mask on Linux / Android (what
+/// `std::thread::available_parallelism` starts from, without the cgroup-quota parsing that adds
+/// about 4 KiB to the phone library, where no quota applies), the standard answer elsewhere.
+pub fn cpu_count() -> usize {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: `set` is a zeroed cpu_set_t owned here; sched_getaffinity writes at most its size.
+        let n = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+                libc::CPU_COUNT(&set) as usize
+            } else {
+                0
+            }
+        };
+        n.max(1)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
 }
 
 /// The claim word of `phase` with no slot claimed yet.
@@ -405,7 +428,9 @@ mod tests {
 
     #[test]
     fn spin_budget_shrinks_when_oversubscribed() {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let cores = cpu_count();
+        // std's answer is the affinity mask capped by a cgroup quota
+        assert!(cores >= std::thread::available_parallelism().map_or(1, |n| n.get()));
         if std::env::var("GGML_RS_SIMD_SPIN_US").is_err() {
             assert!(spin_budget(cores + 1) < spin_budget(cores));
         }

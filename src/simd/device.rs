@@ -104,7 +104,7 @@ pub struct SimdContext {
 
 /// ggml-cpu's default is 4 threads; never more than the machine has.
 fn default_threads() -> usize {
-    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(4)
+    ggml_rs_kernels::pool::cpu_count().min(4)
 }
 
 /// Identifies SIMD streams (`ggml_backend_guid`), and lets `is_simd` recognise them.
