@@ -61,7 +61,7 @@ REVISIONS = [
     ("llama-cpp-python==0.3.36", ".cache/upstream/0.3.36/llama.cpp-stock",
      "scripts/fetch-upstream.sh 0.3.36",
      "unprefixed layer, feature ggml-0253 (marker Ggml0253, src/abi/rev2026.rs, headers "
-     "include/ggml-0.25.3): being added (issue 44)", "in progress"),
+     "include/ggml-0.25.3, docs/upstream.md)", "supported"),
 ]
 
 SKIP_DIRS = (".xcframework", "ggml-virtgpu", "node_modules", ".git")
