@@ -17,7 +17,8 @@
 #   - SmolLM2-135M greedy generation (tests_c/upstream/gen.cpp: tokens + every step's logits
 #     hash): ours bit-identical to stock;
 #   - ggml-rpc across two processes on 127.0.0.1: our rpc-server + our client with all layers on
-#     RPC, bit-identical to stock server + stock client;
+#     RPC, bit-identical to stock server + stock client; malformed requests from a test client
+#     (tests_c/upstream/rpc_malformed.py): our server answers and survives as stock's;
 #   - the scheduler with pipeline copies (tests_c/upstream/sched_copies.c: two backends,
 #     parallel = true, an input no node uses): ours prints what stock prints (buffer sizes, each
 #     input's place, outputs).
@@ -253,6 +254,19 @@ rpc_run "$R" "$R" "$OUT/runs/rpc99-rs-rs.txt" 99
 times+=("$(printf '%-34s %4d s' "RPC -ngl 99 stock + ours" $((SECONDS - rpc_t0)))")
 check "RPC device seen by the client" grep -q '^device .*RPC' "$OUT/runs/rpc99-rs-rs.txt"
 check "RPC -ngl 99: our server + client bit-identical to stock's" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/rpc99-rs-rs.txt"
+
+# malformed requests from a test client (tests_c/upstream/rpc_malformed.py: bogus buffers and
+# devices, impossible sizes, removed / unknown types, reads past a buffer, double frees, broken
+# graphs; a dead server is restarted): our server answers and survives exactly as stock's does
+malformed() { # dir out
+  timeout 300 python3 "$ROOT/tests_c/upstream/rpc_malformed.py" "$next_port" "$1/rpc-server" -t 2 >"$2" 2>&1 || true
+  next_port=$((next_port + 1))
+}
+malformed "$S" "$OUT/runs/rpc-malformed-stock.txt"
+malformed "$R" "$OUT/runs/rpc-malformed-rs.txt"
+check "RPC malformed requests: our server = stock's (answers, survival)" bash -c "
+  grep -q 'command without its payload' '$OUT/runs/rpc-malformed-stock.txt' && cmp -s '$OUT/runs/rpc-malformed-stock.txt' '$OUT/runs/rpc-malformed-rs.txt'"
+echo "upstream: RPC malformed requests: $(grep -c 'server alive' "$OUT/runs/rpc-malformed-rs.txt") survived, $(grep -c 'server DEAD' "$OUT/runs/rpc-malformed-rs.txt") killed the server (stock: $(grep -c 'server DEAD' "$OUT/runs/rpc-malformed-stock.txt"))"
 
 # --- full ------------------------------------------------------------------------------------
 if [[ "$FULL" == 1 ]]; then
