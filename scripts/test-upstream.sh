@@ -25,7 +25,8 @@
 # To keep the bounded stage short, ours links stock's libllama.a (llama.cpp's own objects, which
 # only call the backend API; the 2026 hosts' tests do the same) instead of compiling llama again.
 #
-# --full (or GGML_RS_TEST_UPSTREAM_FULL=1) adds: llama compiled against our headers with
+# --full (or GGML_RS_TEST_UPSTREAM_FULL=1) adds (GGML_RS_UPSTREAM_PARTS picks some of its parts:
+# rpc, models, tools, ctest, shared): llama compiled against our headers with
 # llama.cpp's whole own ctest (LLAMA_BUILD_TESTS) stock vs ours; RPC with part of the layers
 # (-ngl 10), two servers, the mixed pairs (stock client <-> our server, ours <-> stock server);
 # the shared-library build (BUILD_SHARED_LIBS=ON) with the same generation and RPC checks; the
@@ -269,7 +270,9 @@ check "RPC malformed requests: our server = stock's (answers, survival)" bash -c
 echo "upstream: RPC malformed requests: $(grep -c 'server alive' "$OUT/runs/rpc-malformed-rs.txt") survived, $(grep -c 'server DEAD' "$OUT/runs/rpc-malformed-rs.txt") killed the server (stock: $(grep -c 'server DEAD' "$OUT/runs/rpc-malformed-stock.txt"))"
 
 # --- full ------------------------------------------------------------------------------------
-if [[ "$FULL" == 1 ]]; then
+# The full stage in parts (GGML_RS_UPSTREAM_PARTS="rpc models tools ctest shared", default all of them)
+cfg_build() { configure "$1" "$2" "$3" "$4" && shift 4 && build "$@"; }
+part_rpc() {
   t0=$SECONDS
   rpc_run "$S" "$R" "$OUT/runs/rpc99-stock-rs.txt" 99
   rpc_run "$R" "$S" "$OUT/runs/rpc99-rs-stock.txt" 99
@@ -335,6 +338,8 @@ if [[ "$FULL" == 1 ]]; then
     grep -q 'unable to allocate' '$OUT/runs/refuse-rs.txt.err'"
   check "fault: our client ends like stock's (no hang: rc != 124)" bash -c "[[ \$(cat '$OUT/runs/fault-rs.txt.rc') != 124 && \$(cat '$OUT/runs/fault-rs.txt.rc') == \$(cat '$OUT/runs/fault-stock.txt.rc') ]]"
 
+}
+part_models() {
   # Gemma 3 270M, and both models with the library's SIMD backend (GGML_RS_SIMD=1) beside ggml-cpu
   GEMMA="$ROOT/.cache/models/gemma-3-270m-q4_k_m.gguf"
   gen "$S" "$OUT/runs/gen-gemma-stock.txt" -m "$GEMMA" || true
@@ -346,6 +351,8 @@ if [[ "$FULL" == 1 ]]; then
   check "Gemma 3 270M with GGML_RS_SIMD=1: ours = stock" same "$OUT/runs/gen-gemma-stock.txt" "$OUT/runs/gen-gemma-simd-rs.txt"
   grep -h 'SIMD: contract' "$OUT/runs/gen-simd-rs.txt.err" | head -1 | sed 's/^/upstream:   /' || true
 
+}
+part_tools() {
   # upstream's own CMake and tools, as the README builds them: the one option
   # -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake on llama.cpp's configure line, stock vs
   # ours: llama-completion (greedy text), llama-perplexity (every chunk's figure and the final
@@ -436,11 +443,12 @@ if [[ "$FULL" == 1 ]]; then
   tool_rpc "$RT" "$RT" "$OUT/runs/tools-rpc2dev-rs.txt" -d CPU,CPU
   check "ggml-rpc-server -d CPU,CPU (two devices): ours = stock" bash -c "grep -q 'Paris' '$OUT/runs/tools-rpc2dev-stock.txt' && cmp -s '$OUT/runs/tools-rpc2dev-stock.txt' '$OUT/runs/tools-rpc2dev-rs.txt'"
 
+}
+part_ctest() {
   # llama compiled against our headers, with llama.cpp's own whole test suite
   SF="$OUT/stock-static-tests"
   RF="$OUT/rs-static-tests"
   mkdir -p "$SF" "$RF"
-  cfg_build() { configure "$1" "$2" "$3" "$4" && shift 4 && build "$@"; }
   step "stock static + tests: build" cfg_build "$SF" OFF OFF ON "$SF" all
   step "ours static + tests: build" cfg_build "$RF" OFF ON ON "$RF" all
   step "llama.cpp ctest stock + ours" ctest_both "$SF" "$RF" "$OUT/ctest-full-stock.txt" "$OUT/ctest-full-rs.txt"
@@ -449,6 +457,8 @@ if [[ "$FULL" == 1 ]]; then
   gen "$RF" "$OUT/runs/gen-rs-full.txt" || true
   check "generation, llama compiled on our headers = stock" same "$OUT/runs/gen-stock.txt" "$OUT/runs/gen-rs-full.txt"
 
+}
+part_shared() {
   # shared libraries
   SS="$OUT/stock-shared"
   RS="$OUT/rs-shared"
@@ -463,6 +473,11 @@ if [[ "$FULL" == 1 ]]; then
   rpc_run "$SS" "$SS" "$OUT/runs/rpc99-stock-shared.txt" 99
   rpc_run "$RS" "$RS" "$OUT/runs/rpc99-rs-shared.txt" 99
   check "shared: RPC -ngl 99 ours = stock" same "$OUT/runs/rpc99-stock-shared.txt" "$OUT/runs/rpc99-rs-shared.txt"
+}
+if [[ "$FULL" == 1 ]]; then
+  for part in ${GGML_RS_UPSTREAM_PARTS:-rpc models tools ctest shared}; do
+    "part_$part"
+  done
 fi
 
 echo "upstream: wall times:"
