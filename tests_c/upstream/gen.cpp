@@ -5,9 +5,9 @@
 // The output has no timings, so stock's and ours are compared with cmp.
 // -fa sets flash attention (default: llama.cpp's, auto); -b the batch and micro-batch size
 // (default: the prompt's length, one batch); --cycles N first creates, uses (one prompt decode) and
-// frees N contexts, printing each non-CPU device's free memory (ggml_backend_dev_memory) before
-// the first, while each context lives and after each is freed. The compute buffer sizes llama.cpp
-// logs go to stderr.
+// frees N contexts, printing each non-CPU device's free memory (ggml_backend_dev_memory) and the
+// process's resident memory (Linux) before the first, while each context lives and after each is
+// freed. The compute buffer sizes llama.cpp logs go to stderr.
 #include "ggml-backend.h"
 #include "llama.h"
 
@@ -43,6 +43,15 @@ static void print_dev_memory(const char * when, int cycle) {
         size_t free = 0, total = 0;
         ggml_backend_dev_memory(d, &free, &total);
         printf("memory %s %d %s free %zu total %zu\n", when, cycle, ggml_backend_dev_name(d), free, total);
+    }
+    // the process's resident memory: where a device's memory is host memory (lavapipe) and the
+    // driver reports no budget, this is what shows memory a freed context kept
+    size_t pages = 0, resident = 0;
+    FILE * f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%zu %zu", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+        printf("rss %s %d %zu\n", when, cycle, resident * 4096);
     }
 }
 
