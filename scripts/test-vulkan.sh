@@ -188,7 +188,7 @@ gen_case long-ngl0 -p "$LONG_PROMPT" -ngl 0 -n 8
 gen_case long-ngl99-b40 -p "$LONG_PROMPT" -ngl 99 -n 8 -b 40
 # two devices on the one llvmpipe (Vulkan0, Vulkan1): llama.cpp turns on pipeline parallelism
 # (4 copies of the split inputs, events between the backends, Vulkan -> Vulkan copies)
-pipeline_on() { GEN_VERBOSE=1 GGML_VK_VISIBLE_DEVICES=0,0 timeout 300 "$1/gen-upstream" -m "$MODEL" -p "$PROMPT" -n 1 -t 2 -ngl 99 2>&1 | grep -q 'pipeline parallelism enabled'; }
+pipeline_on() { GEN_VERBOSE=1 GGML_VK_VISIBLE_DEVICES=0,0 timeout 300 "$1/gen-upstream" -m "$MODEL" -p "$PROMPT" -n 1 -t 2 -ngl 99 2>&1 | grep -c 'pipeline parallelism enabled' >/dev/null; }
 check "two Vulkan devices: stock enables pipeline parallelism" pipeline_on "$S"
 check "two Vulkan devices: ours enables pipeline parallelism" pipeline_on "$R"
 GGML_VK_VISIBLE_DEVICES=0,0 gen_case two-dev-ngl99 -p "$PROMPT" -ngl 99 -fa off
@@ -198,6 +198,24 @@ offloaded() { GGML_SCHED_DEBUG=1 GEN_VERBOSE=1 timeout 300 "$1/gen-upstream" -m 
 check "offload: stock runs Vulkan0 splits at -ngl 0 with a long prompt" offloaded "$S" "$OUT/runs/offload-stock.n"
 check "offload: ours runs Vulkan0 splits at -ngl 0 with a long prompt" offloaded "$R" "$OUT/runs/offload-rs.n"
 check "offload: ours as many Vulkan0 splits as stock" cmp -s "$OUT/runs/offload-stock.n" "$OUT/runs/offload-rs.n"
+
+# every decision of the scheduler (GGML_SCHED_DEBUG=2: splits, their inputs, each node's backend),
+# -ngl 10 with the long prompt. Printout differences only, normalized away: stock's `use=,c=`
+# counters, op_desc (SWIGLU) vs op_name (GLU), and the node order inside a split (stock prints
+# before graph_optimize reorders it, ours after), so the nodes are compared as sorted sets and the
+# split headers in order.
+sched_print() { # dir out
+  GGML_SCHED_DEBUG=2 GEN_VERBOSE=1 timeout 300 "$1/gen-upstream" -m "$MODEL" -p "$LONG_PROMPT" -n 2 -t 2 -ngl 10 2>&1 |
+    grep -E '^## SPLIT|^node #' | sed -E 's/ use=[0-9]+,c=[0-9]+//; s/\(    SWIGLU\)/(       GLU)/' >"$2" || true
+}
+same_decisions() {
+  sched_print "$S" "$OUT/runs/sched-stock.txt"
+  sched_print "$R" "$OUT/runs/sched-rs.txt"
+  [[ -s "$OUT/runs/sched-rs.txt" ]] &&
+    cmp -s <(grep '^## SPLIT' "$OUT/runs/sched-stock.txt") <(grep '^## SPLIT' "$OUT/runs/sched-rs.txt") &&
+    cmp -s <(sed -E 's/^node #[ 0-9]+/node/' "$OUT/runs/sched-stock.txt" | sort) <(sed -E 's/^node #[ 0-9]+/node/' "$OUT/runs/sched-rs.txt" | sort)
+}
+check "scheduler decisions (GGML_SCHED_DEBUG=2, -ngl 10, long prompt): ours = stock" same_decisions
 
 # --- test-backend-ops on Vulkan0 ----------------------------------------------------------------
 # lavapipe compiles each pipeline with LLVM the first time it is used (Mesa's shader cache keeps
