@@ -1,13 +1,20 @@
 // Greedy generation through upstream llama.cpp's public API, printing what the identity tests
 // compare: every token id and, per decode step, an FNV-1a hash of all the logits of the last row.
 //   gen-upstream -m model.gguf [-p prompt] [-n tokens] [-t threads] [-ngl N] [--rpc host:port[,..]]
+//                [-fa on|off|auto] [-b n_batch] [--cycles N]
 // The output has no timings, so stock's and ours are compared with cmp.
+// -fa sets flash attention (default: llama.cpp's, auto); -b the batch and micro-batch size
+// (default: the prompt's length, one batch); --cycles N first creates, uses (one prompt decode) and
+// frees N contexts, printing each non-CPU device's free memory (ggml_backend_dev_memory) and the
+// process's resident memory (Linux) before the first, while each context lives and after each is
+// freed. The compute buffer sizes llama.cpp logs go to stderr.
 #include "ggml-backend.h"
 #include "llama.h"
 
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -23,12 +30,35 @@ static uint64_t fnv(const void * p, size_t n, uint64_t h = 1469598103934665603ul
 static void quiet(enum ggml_log_level level, const char * text, void *) {
     if (level == GGML_LOG_LEVEL_ERROR || level == GGML_LOG_LEVEL_WARN) {
         fputs(text, stderr);
+    } else if (strstr(text, "compute buffer size")) {
+        fputs(text, stderr);
+    }
+}
+
+// each non-CPU device's free memory, one line per device
+static void print_dev_memory(const char * when, int cycle) {
+    for (size_t i = 0; i < ggml_backend_dev_count(); i++) {
+        ggml_backend_dev_t d = ggml_backend_dev_get(i);
+        if (ggml_backend_dev_type(d) == GGML_BACKEND_DEVICE_TYPE_CPU) continue;
+        size_t free = 0, total = 0;
+        ggml_backend_dev_memory(d, &free, &total);
+        printf("memory %s %d %s free %zu total %zu\n", when, cycle, ggml_backend_dev_name(d), free, total);
+    }
+    // the process's resident memory: where a device's memory is host memory (lavapipe) and the
+    // driver reports no budget, this is what shows memory a freed context kept
+    size_t pages = 0, resident = 0;
+    FILE * f = fopen("/proc/self/statm", "r");
+    if (f) {
+        if (fscanf(f, "%zu %zu", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+        printf("rss %s %d %zu\n", when, cycle, resident * 4096);
     }
 }
 
 int main(int argc, char ** argv) {
     std::string model, prompt = "The capital of France is", rpc;
-    int n_predict = 16, n_threads = 2, ngl = 0;
+    int n_predict = 16, n_threads = 2, ngl = 0, n_batch = 0, cycles = 0;
+    enum llama_flash_attn_type fa = llama_context_default_params().flash_attn_type;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
         auto next = [&]() -> const char * {
@@ -41,6 +71,15 @@ int main(int argc, char ** argv) {
         else if (a == "-t") n_threads = atoi(next());
         else if (a == "-ngl") ngl = atoi(next());
         else if (a == "--rpc") rpc = next();
+        else if (a == "-b") n_batch = atoi(next());
+        else if (a == "--cycles") cycles = atoi(next());
+        else if (a == "-fa") {
+            std::string v = next();
+            if (v == "on") fa = LLAMA_FLASH_ATTN_TYPE_ENABLED;
+            else if (v == "off") fa = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+            else if (v == "auto") fa = LLAMA_FLASH_ATTN_TYPE_AUTO;
+            else { fprintf(stderr, "-fa takes on, off or auto\n"); return 2; }
+        }
         else { fprintf(stderr, "unknown argument %s\n", a.c_str()); return 2; }
     }
     if (model.empty()) { fprintf(stderr, "usage: gen-upstream -m model.gguf [...]\n"); return 2; }
@@ -84,14 +123,44 @@ int main(int argc, char ** argv) {
     }
     llama_context_params cp = llama_context_default_params();
     cp.n_ctx = n_prompt + n_predict + 8;
-    cp.n_batch = n_prompt;
+    cp.n_batch = n_batch > 0 ? n_batch : n_prompt;
+    if (n_batch > 0) cp.n_ubatch = n_batch;
     cp.n_threads = cp.n_threads_batch = n_threads;
     cp.no_perf = true;
+    cp.flash_attn_type = fa;
+    if (cycles > 0) {
+        print_dev_memory("baseline", 0);
+        for (int c = 1; c <= cycles; c++) {
+            llama_context * cx = llama_init_from_model(m, cp);
+            if (!cx) { fprintf(stderr, "failed to create context %d\n", c); return 1; }
+            std::vector<llama_token> t = toks;
+            for (size_t i = 0; i < t.size(); i += cp.n_batch) {
+                int n = (int) std::min<size_t>(cp.n_batch, t.size() - i);
+                if (llama_decode(cx, llama_batch_get_one(t.data() + i, n)) != 0) {
+                    fprintf(stderr, "decode failed in cycle %d\n", c);
+                    return 1;
+                }
+            }
+            llama_synchronize(cx);
+            print_dev_memory("live", c);
+            llama_free(cx);
+            print_dev_memory("freed", c);
+        }
+    }
     llama_context * ctx = llama_init_from_model(m, cp);
     if (!ctx) { fprintf(stderr, "failed to create the context\n"); return 1; }
 
     const int n_vocab = llama_vocab_n_tokens(vocab);
-    llama_batch batch = llama_batch_get_one(toks.data(), toks.size());
+    // a prompt longer than the batch: every chunk but the last decoded here, the last at step 0
+    size_t last = 0;
+    while (toks.size() - last > cp.n_batch) {
+        if (llama_decode(ctx, llama_batch_get_one(toks.data() + last, cp.n_batch)) != 0) {
+            fprintf(stderr, "decode failed at prompt token %zu\n", last);
+            return 1;
+        }
+        last += cp.n_batch;
+    }
+    llama_batch batch = llama_batch_get_one(toks.data() + last, toks.size() - last);
     uint64_t all = fnv("", 0);
     std::string text;
     llama_token tok = 0;
