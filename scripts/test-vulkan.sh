@@ -8,7 +8,7 @@
 #      .cache/vulkan-headers/ (ggml-vulkan 0.3.35 needs vk::LayerSettingEXT, which Debian 12's
 #      1.3.239 headers lack), fetched with apt-get download through a private apt state (the
 #      system's sources are left alone);
-#   2. the library with --features ggml-2026 (target/ggml2026);
+#   2. the library with the version's feature (ggml-2026 for 0.3.35; target/<feature>);
 #   3. llama.cpp with -DGGML_VULKAN=ON through tests_c/upstream/CMakeLists.txt, stock and ours
 #      (static; --shared adds the shared-library pair), into target/vulkan/;
 #   4. with GGML_VK_VISIBLE_DEVICES=0 (ggml-vulkan skips CPU-type devices unless selected):
@@ -32,7 +32,7 @@ cd "$ROOT"
 JOBS="${JOBS:-2}"
 SHARED=0
 [[ "${1:-}" == --shared ]] && SHARED=1
-OUT="$ROOT/target/vulkan"
+OUT="$ROOT/target/vulkan/${GGML_RS_UPSTREAM:-0.3.35}"
 MODEL="$ROOT/.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT="The capital of France is"
 # ~150 tokens: one batch well over ggml-vulkan's op-offload minimum (32)
@@ -103,18 +103,18 @@ VK_INCLUDE="$ROOT/.cache/vulkan-headers/root/usr/include"
 step "provision" provision
 
 # --- 2. sources, library, model ---------------------------------------------------------------------
-SRC_STOCK="$ROOT/.cache/upstream/llama.cpp-stock"
-SRC_RS="$ROOT/.cache/upstream/llama.cpp-rs"
-if [[ ! -f "$SRC_STOCK/ggml/src/ggml-vulkan/ggml-vulkan.cpp" || ! -f "$SRC_RS/ggml/include/ggml-backend.h" ]]; then
-  mapfile -t trees < <(bash scripts/fetch-upstream.sh)
-  SRC_STOCK="${trees[0]}"
-  SRC_RS="${trees[1]}"
-fi
+# llama-cpp-python 0.3.35 (ggml v0.20.0: the version this stage was checked with; GGML_RS_UPSTREAM=0.3.36
+# for ggml 0.25.3), from scripts/fetch-upstream.sh: the trees, the library's feature
+UPSTREAM="${GGML_RS_UPSTREAM:-0.3.35}"
+mapfile -t trees < <(bash scripts/fetch-upstream.sh "$UPSTREAM")
+SRC_STOCK="${trees[0]}"
+SRC_RS="${trees[1]}"
+FEATURE="${trees[2]}"
 [[ -f "$MODEL" ]] || bash scripts/fetch-models.sh >/dev/null
-step "cargo build --features ggml-2026" \
-  env CARGO_TARGET_DIR="$ROOT/target/ggml2026" cargo build --release --features ggml-2026 -j "$JOBS" -q
-LIB_A="$ROOT/target/ggml2026/release/libggml_backend_rs.a"
-LIB_SO="$ROOT/target/ggml2026/release/libggml_backend_rs.so"
+step "cargo build --features $FEATURE" \
+  env CARGO_TARGET_DIR="$ROOT/target/$FEATURE" cargo build --release --features "$FEATURE" -j "$JOBS" -q
+LIB_A="$ROOT/target/$FEATURE/release/libggml_backend_rs.a"
+LIB_SO="$ROOT/target/$FEATURE/release/libggml_backend_rs.so"
 
 NO_AMX=()
 if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
@@ -124,14 +124,16 @@ configure() { # dir shared(ON|OFF) rs(ON|OFF) [extra...]
   local dir="$1" shared="$2" rs="$3"
   shift 3
   set -- ${NO_AMX[@]+"${NO_AMX[@]}"} "$@"
-  local src="$SRC_STOCK" lib=""
+  local src="$SRC_STOCK" lib
   if [[ "$rs" == ON ]]; then
     src="$SRC_RS"
     lib="$LIB_A"
     [[ "$shared" == ON ]] && lib="$LIB_SO"
+    # the one option a user adds to upstream's configure line (README, docs/upstream.md)
+    set -- "-DCMAKE_PROJECT_INCLUDE=$ROOT/cmake/ggml-rs-upstream.cmake" "-DGGML_RS_LIB=$lib" "$@"
   fi
   cmake -S tests_c/upstream -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS="$shared" \
-    -DLLAMA_SRC="$src" -DGGML_RS="$rs" -DGGML_RS_LIB="$lib" -DGGML_RS_UPSTREAM_TESTS=OFF \
+    -DLLAMA_SRC="$src" -DGGML_RS_UPSTREAM_TESTS=OFF \
     -DGGML_CCACHE=OFF -DGGML_VULKAN=ON -DVulkan_INCLUDE_DIR="$VK_INCLUDE" "$@" >"$dir.configure.log" 2>&1 ||
     { tail -20 "$dir.configure.log"; return 1; }
 }
