@@ -180,6 +180,8 @@ backend_ops() { # dir op
 # ~25 s on 2 cores; the full run adds the slow families (up to minutes each)
 BACKEND_OPS=(SET_ROWS ADD)
 [[ "$FULL" == 1 ]] && BACKEND_OPS+=(ROPE SOFT_MAX CPY GET_ROWS MUL_MAT FLASH_ATTN_EXT)
+# GGML_RS_UPSTREAM_OPS: the families to run instead (e.g. to re-run one part of the full stage)
+[[ -n "${GGML_RS_UPSTREAM_OPS:-}" ]] && read -ra BACKEND_OPS <<<"$GGML_RS_UPSTREAM_OPS"
 backend_ops_all() {
   local op ok=0
   for op in "${BACKEND_OPS[@]}"; do
