@@ -79,9 +79,6 @@ impl<R: Rev> Sched<R> {
             self.assign_remaining_srcs(g);
         }
         self.split_at_backend_change(g)?;
-        if self.debug > 0 {
-            self.print_assignments(g);
-        }
         self.build_alloc_graph(g)
     }
 
@@ -186,6 +183,11 @@ impl<R: Rev> Sched<R> {
         }
         split.i_end = nodes.len();
         self.splits.push(split);
+        // GGML_SCHED_DEBUG prints here, as stock: before any backend's graph_optimize reorders a
+        // split's nodes
+        if self.debug > 0 {
+            self.print_assignments(g);
+        }
         if R::SCHED_COPIES_EVERY_INPUT_LEAF && self.n_copies > 1 {
             self.copy_every_input_leaf(g)?;
         }
