@@ -49,29 +49,9 @@ PROMPT="The capital of France is"
 NGEN=24
 mkdir -p "$OUT/runs"
 
-pass=0
-fail=0
-failed=()
-check() { # name command...
-  local name="$1"
-  shift
-  if "$@"; then
-    pass=$((pass + 1))
-    echo "upstream: ok   $name"
-  else
-    fail=$((fail + 1))
-    failed+=("$name")
-    echo "upstream: FAIL $name"
-  fi
-}
-times=()
-step() { # name command...: the command's status (callers test it, or set -e stops the script)
-  local name="$1" t0=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  times+=("$(printf '%-34s %4d s' "$name" $((SECONDS - t0)))")
-  return $rc
-}
+CHECK_PREFIX=upstream
+# check, step, checks_summary
+source "$ROOT/scripts/lib/checks.sh"
 
 SERVERS=()
 cleanup() {
@@ -254,7 +234,7 @@ rpc_run() { # client-dir server-dir out ngl
 rpc_t0=$SECONDS
 rpc_run "$S" "$S" "$OUT/runs/rpc99-stock-stock.txt" 99
 rpc_run "$R" "$R" "$OUT/runs/rpc99-rs-rs.txt" 99
-times+=("$(printf '%-34s %4d s' "RPC -ngl 99 stock + ours" $((SECONDS - rpc_t0)))")
+times+=("$(printf '%-40s %4d s' "RPC -ngl 99 stock + ours" $((SECONDS - rpc_t0)))")
 check "RPC device seen by the client" grep -q '^device .*RPC' "$OUT/runs/rpc99-rs-rs.txt"
 check "RPC -ngl 99: our server + client bit-identical to stock's" same "$OUT/runs/rpc99-stock-stock.txt" "$OUT/runs/rpc99-rs-rs.txt"
 
@@ -294,7 +274,7 @@ part_rpc() {
   two_servers "$S" "$S" "$OUT/runs/rpc2-stock.txt"
   two_servers "$R" "$R" "$OUT/runs/rpc2-rs.txt"
   check "RPC two servers -ngl 99: ours = stock" same "$OUT/runs/rpc2-stock.txt" "$OUT/runs/rpc2-rs.txt"
-  times+=("$(printf '%-34s %4d s' "RPC mixed / partial / two servers" $((SECONDS - t0)))")
+  times+=("$(printf '%-40s %4d s' "RPC mixed / partial / two servers" $((SECONDS - t0)))")
 
   # faults: the server dies during a long generation; the client must end (no hang, no crash
   # signal) and ours must do no worse than stock
@@ -483,8 +463,4 @@ if [[ "$FULL" == 1 ]]; then
   done
 fi
 
-echo "upstream: wall times:"
-printf 'upstream:   %s\n' "${times[@]}"
-for f in "${failed[@]}"; do echo "upstream: failed: $f"; done
-echo "upstream: $pass passed, $fail failed"
-((fail == 0))
+checks_summary

@@ -40,29 +40,9 @@ LONG_PROMPT="You are a helpful assistant. Here is a short story about a lighthou
 NGEN=16
 mkdir -p "$OUT/runs"
 
-pass=0
-fail=0
-failed=()
-check() { # name command...
-  local name="$1"
-  shift
-  if "$@"; then
-    pass=$((pass + 1))
-    echo "vulkan: ok   $name"
-  else
-    fail=$((fail + 1))
-    failed+=("$name")
-    echo "vulkan: FAIL $name"
-  fi
-}
-times=()
-step() { # name command...
-  local name="$1" t0=$SECONDS rc=0
-  shift
-  "$@" || rc=$?
-  times+=("$(printf '%-40s %4d s' "$name" $((SECONDS - t0)))")
-  return $rc
-}
+CHECK_PREFIX=vulkan
+# check, step, checks_summary
+source "$ROOT/scripts/lib/checks.sh"
 
 # --- 1. provision ------------------------------------------------------------------------------
 provision() {
@@ -317,8 +297,4 @@ if [[ "$SHARED" == 1 ]]; then
   done
 fi
 
-echo "vulkan: wall times:"
-printf 'vulkan:   %s\n' "${times[@]}"
-for f in "${failed[@]}"; do echo "vulkan: failed: $f"; done
-echo "vulkan: $pass passed, $fail failed"
-((fail == 0))
+checks_summary
