@@ -78,35 +78,8 @@ step "cargo build --features $FEATURE" \
 LIB_A="$ROOT/target/$FEATURE/release/libggml_backend_rs.a"
 LIB_SO="$ROOT/target/$FEATURE/release/libggml_backend_rs.so"
 
-# ggml's CMake builds for -march=native; on an x86 VM whose /proc/cpuinfo lists AMX (Sapphire
-# Rapids guests) its AMX kernels get compiled and die with SIGILL in stock and ours alike (the
-# guest cannot execute the tile instructions). Both builds leave AMX out there: GCC keeps explicit
-# -mno-* flags over what -march=native implies.
-NO_AMX=()
-if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
-  NO_AMX=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
-fi
-configure() { # dir shared(ON|OFF) rs(ON|OFF) tests(ON|OFF) [extra...]
-  local dir="$1" shared="$2" rs="$3" tests="$4"
-  shift 4
-  set -- ${NO_AMX[@]+"${NO_AMX[@]}"} "$@"
-  local src="$SRC_STOCK" lib
-  if [[ "$rs" == ON ]]; then
-    src="$SRC_RS"
-    lib="$LIB_A"
-    [[ "$shared" == ON ]] && lib="$LIB_SO"
-    # what a user adds to upstream's configure line (README, docs/upstream.md)
-    set -- "-DCMAKE_PROJECT_INCLUDE=$ROOT/cmake/ggml-rs-upstream.cmake" "-DGGML_RS_LIB=$lib" "$@"
-  fi
-  cmake -S tests_c/upstream -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS="$shared" \
-    -DLLAMA_SRC="$src" -DGGML_RS_UPSTREAM_TESTS="$tests" \
-    -DGGML_CCACHE=OFF "$@" >"$dir.configure.log" 2>&1 || { tail -20 "$dir.configure.log"; return 1; }
-}
-build() { # dir targets...
-  local dir="$1"
-  shift
-  cmake --build "$dir" -j "$JOBS" --target "$@" >"$dir.build.log" 2>&1 || { tail -30 "$dir.build.log"; return 1; }
-}
+# configure, build, has_sym
+source "$ROOT/scripts/lib/upstream-build.sh"
 GGML_TESTS=(test-backend-ops test-alloc test-opt test-gguf test-barrier test-quantize-fns test-rope)
 
 S="$OUT/stock-static"
@@ -121,8 +94,6 @@ step "stock static: configure + build" build_stock_static
 step "ours static: configure + build" build_rs_static
 
 # --- the unprefixed build ------------------------------------------------------------------------
-# (grep -c, not -q: an early exit of grep would fail nm with SIGPIPE under pipefail)
-has_sym() { [[ "$(nm "$1" | grep -c " T $2\$")" -gt 0 ]]; }
 linked_ours() { # binary: the scheduler is ours (the library's SIMD registry is there), stock's is not
   has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend_sched_reserve_size
 }

@@ -96,45 +96,22 @@ step "cargo build --features $FEATURE" \
 LIB_A="$ROOT/target/$FEATURE/release/libggml_backend_rs.a"
 LIB_SO="$ROOT/target/$FEATURE/release/libggml_backend_rs.so"
 
-NO_AMX=()
-if grep -qw amx_tile /proc/cpuinfo 2>/dev/null; then
-  NO_AMX=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16" "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
-fi
-configure() { # dir shared(ON|OFF) rs(ON|OFF) [extra...]
-  local dir="$1" shared="$2" rs="$3"
-  shift 3
-  set -- ${NO_AMX[@]+"${NO_AMX[@]}"} "$@"
-  local src="$SRC_STOCK" lib
-  if [[ "$rs" == ON ]]; then
-    src="$SRC_RS"
-    lib="$LIB_A"
-    [[ "$shared" == ON ]] && lib="$LIB_SO"
-    # the one option a user adds to upstream's configure line (README, docs/upstream.md)
-    set -- "-DCMAKE_PROJECT_INCLUDE=$ROOT/cmake/ggml-rs-upstream.cmake" "-DGGML_RS_LIB=$lib" "$@"
-  fi
-  cmake -S tests_c/upstream -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS="$shared" \
-    -DLLAMA_SRC="$src" -DGGML_RS_UPSTREAM_TESTS=OFF \
-    -DGGML_CCACHE=OFF -DGGML_VULKAN=ON -DVulkan_INCLUDE_DIR="$VK_INCLUDE" "$@" >"$dir.configure.log" 2>&1 ||
-    { tail -20 "$dir.configure.log"; return 1; }
-}
-build() { # dir targets...
-  local dir="$1"
-  shift
-  nice -n 15 cmake --build "$dir" -j "$JOBS" --target "$@" >"$dir.build.log" 2>&1 || { tail -30 "$dir.build.log"; return 1; }
-}
+# configure, build, has_sym; the Vulkan builds at a low priority
+BUILD_NICE=15
+source "$ROOT/scripts/lib/upstream-build.sh"
+VK_ARGS=(-DGGML_VULKAN=ON "-DVulkan_INCLUDE_DIR=$VK_INCLUDE")
 
 # --- 3. builds ----------------------------------------------------------------------------------
 S="$OUT/stock-static"
 R="$OUT/rs-static"
 mkdir -p "$S" "$R"
 TARGETS=(gen-upstream test-backend-ops)
-build_stock_static() { configure "$S" OFF OFF && build "$S" "${TARGETS[@]}"; }
+build_stock_static() { configure "$S" OFF OFF OFF "${VK_ARGS[@]}" && build "$S" "${TARGETS[@]}"; }
 # ours links stock's libllama.a (llama only calls the backend API), as scripts/test-upstream.sh does
-build_rs_static() { configure "$R" OFF ON -DGGML_RS_LLAMA_LIB="$S/llama.cpp/src/libllama.a" && build "$R" "${TARGETS[@]}"; }
+build_rs_static() { configure "$R" OFF ON OFF "${VK_ARGS[@]}" -DGGML_RS_LLAMA_LIB="$S/llama.cpp/src/libllama.a" && build "$R" "${TARGETS[@]}"; }
 step "stock static: configure + build" build_stock_static
 step "ours static: configure + build" build_rs_static
 
-has_sym() { [[ "$(nm "$1" | grep -c " T $2\$")" -gt 0 ]]; }
 linked_ours() { has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend_sched_reserve_size && has_sym "$1" ggml_backend_vk_reg; }
 stock_only() { ! has_sym "$1" ggml_backend_simd_reg && has_sym "$1" ggml_backend_vk_reg; }
 check "ours links the library and ggml-vulkan (gen-upstream)" linked_ours "$R/gen-upstream"
@@ -284,7 +261,7 @@ if [[ "$SHARED" == 1 ]]; then
   SS="$OUT/stock-shared"
   RS="$OUT/rs-shared"
   mkdir -p "$SS" "$RS"
-  build_shared() { configure "$1" ON "$2" && build "$1" gen-upstream; }
+  build_shared() { configure "$1" ON "$2" OFF "${VK_ARGS[@]}" && build "$1" gen-upstream; }
   step "stock shared: configure + build" build_shared "$SS" OFF
   step "ours shared: configure + build" build_shared "$RS" ON
   for c in ngl99-fa-off ngl10-fa-on; do
