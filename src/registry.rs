@@ -131,20 +131,19 @@ impl<R: Rev> Registry<R> {
                 // beside ggml-cpu, as an accelerator ahead of it (where stock puts BLAS)
                 add_simd(&mut state, R::DEV_TYPE_ACCEL);
             }
-            let reg_name = format!("{}ggml_backend_{}_reg", R::PREFIX, name);
             // SAFETY: a host's `<p>ggml_backend_<x>_reg` takes nothing and returns its static reg or
             // NULL; a C++ exception thrown by it stops in host_try.cpp.
             let reg = match unsafe { crate::host_try::call0(*reg_fn) } {
                 Ok(reg) => reg,
                 Err(e) => {
                     crate::log_at!(R, Warn, "ggml_backend_registry",
-                        "leaving out host backend {}: {}() {}; the app runs without it", name, reg_name, e);
+                        "leaving out host backend {}: {}ggml_backend_{}_reg() {}; the app runs without it", name, R::PREFIX, name, e);
                     continue;
                 }
             };
             let Some(r) = obj(reg) else {
                 crate::log_at!(R, Warn, "ggml_backend_registry",
-                    "leaving out host backend {}: {}() returned NULL; the app runs without it", name, reg_name);
+                    "leaving out host backend {}: {}ggml_backend_{}_reg() returned NULL; the app runs without it", name, R::PREFIX, name);
                 continue;
             };
             match devices_of(r, name) {
