@@ -102,9 +102,10 @@ fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mu
     Ok(std::ptr::null_mut())
 }
 
-/// Stock's list and order; then `<P>GGML_BACKEND_PATH` for an out-of-tree backend.
+/// Stock's list and order (`Rev::DL_BACKEND_NAMES`); then `<P>GGML_BACKEND_PATH` for an
+/// out-of-tree backend.
 pub fn load_all<R: Rev>(dir: Option<&Path>) {
-    for name in ["blas", "cann", "cuda", "hip", "kompute", "metal", "rpc", "sycl", "vulkan", "opencl", "musa", "cpu"] {
+    for &name in R::DL_BACKEND_NAMES {
         if let Err(e) = load_best::<R>(name, true, dir) {
             log_at!(R, Debug, "ggml_backend_load_all", "{}", e);
         }

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::dl::DlHandle;
 use crate::{bail, ensure};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::ffi::c_char;
 
 struct Entry<R: Rev> {
@@ -24,6 +24,10 @@ struct Entry<R: Rev> {
 struct State<R: Rev> {
     backends: Vec<Entry<R>>,
     devices: Vec<Ptr<Device<R>>>,
+    /// The SIMD backend is listed as the CPU device because the program links no ggml-cpu. It
+    /// steps aside when a backend with a CPU device is registered later: a program built with
+    /// `GGML_BACKEND_DL` loads ggml-cpu as a module (`load_all`), and then has stock's devices.
+    stand_in: bool,
 }
 
 pub struct Registry<R: Rev> {
@@ -31,6 +35,9 @@ pub struct Registry<R: Rev> {
     /// mirrors of the list lengths, read without the lock (hosts ask for the counts in hot loops)
     n_regs: AtomicUsize,
     n_devs: AtomicUsize,
+    /// The "no ggml-cpu" warning is owed: said at the first device or backend lookup made while
+    /// SIMD still stands in, so a program that loads ggml-cpu as a module first never sees it.
+    warning_owed: AtomicBool,
 }
 
 /// What a probe of a GPU-type device allocates (and frees at once) from its buffer type.
@@ -112,7 +119,7 @@ impl<R: Rev> Registry<R> {
     // no `Default`: this probes the host's backends and is meant to run once per revision (its Lazy static)
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
-        let mut state = State { backends: Vec::new(), devices: Vec::new() };
+        let mut state = State { backends: Vec::new(), devices: Vec::new(), stand_in: false };
         let regs = &crate::host::host::<R>().backend_regs;
         let host_has_cpu = regs.iter().any(|(name, _)| *name == "cpu");
         let simd_opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
@@ -157,10 +164,22 @@ impl<R: Rev> Registry<R> {
             }
         }
         if !host_has_cpu {
-            // Either the program has no ggml-cpu at all (a C program on ggml's core and our SIMD
-            // backend) or a static archive's ggml-cpu was never pulled into the link: a weak
-            // reference pulls no archive member. The second loses the app its CPU backend without
-            // a word from stock's point of view, so say once how to keep it.
+            // no ggml-cpu linked: SIMD is the CPU device, so init_best() and the scheduler work
+            add_simd(&mut state, DEV_TYPE_CPU);
+            state.stand_in = cfg!(feature = "simd");
+        }
+        let (n_regs, n_devs) = (AtomicUsize::new(state.backends.len()), AtomicUsize::new(state.devices.len()));
+        Registry { state: Mutex::new(state), n_regs, n_devs, warning_owed: AtomicBool::new(!host_has_cpu) }
+    }
+
+    /// Says, once, that the program links no ggml-cpu, if that is still so at the first lookup.
+    /// Either the program has no ggml-cpu at all (a C program on ggml's core and our SIMD backend)
+    /// or a static archive's ggml-cpu was never pulled into the link: a weak reference pulls no
+    /// archive member. The second loses the app its CPU backend without a word from stock's point
+    /// of view, so say how to keep it.
+    #[inline]
+    fn settle(&self) {
+        if self.warning_owed.load(Ordering::Relaxed) && self.warning_owed.swap(false, Ordering::AcqRel) {
             crate::log_at!(R, Warn, "ggml_backend_registry",
                 "this program links no {p}ggml_backend_cpu_reg, so ggml-cpu is not registered{simd}. If the host \
                  compiles ggml-cpu into a static archive, build the host with ggml-backend-rs's ggml-backend.h and \
@@ -168,11 +187,27 @@ impl<R: Rev> Registry<R> {
                  (-Wl,--whole-archive with GNU ld / lld, -Wl,-force_load with Apple's ld)",
                 p = R::PREFIX, e = R::ENV_PREFIX,
                 simd = if cfg!(feature = "simd") { "; the library's SIMD backend stands in as the CPU device" } else { "" });
-            // no ggml-cpu linked: SIMD is the CPU device, so init_best() and the scheduler work
-            add_simd(&mut state, DEV_TYPE_CPU);
         }
-        let (n_regs, n_devs) = (AtomicUsize::new(state.backends.len()), AtomicUsize::new(state.devices.len()));
-        Registry { state: Mutex::new(state), n_regs, n_devs }
+    }
+
+    /// A backend bringing a CPU device was registered: the SIMD stand-in leaves the lists (its
+    /// reg and device stay valid for whoever already holds them).
+    #[cfg(feature = "simd")]
+    fn retire_stand_in(&self, st: &mut State<R>) -> bool {
+        if !st.stand_in {
+            return false;
+        }
+        let simd = crate::simd::device::statics::<R>();
+        st.backends.retain(|e| e.reg.0 != simd.reg.0);
+        st.devices.retain(|d| d.0 != simd.dev.0);
+        st.stand_in = false;
+        self.warning_owed.store(false, Ordering::Release);
+        true
+    }
+    #[cfg(not(feature = "simd"))]
+    fn retire_stand_in(&self, _: &mut State<R>) -> bool {
+        self.warning_owed.store(false, Ordering::Release);
+        false
     }
 
     /// Registers a reg and the devices of it that pass [`check_device`]. A NULL reg is nothing to
@@ -193,10 +228,21 @@ impl<R: Rev> Registry<R> {
                 return Ok(());
             }
         };
-        let mut st = self.state.lock();
-        st.backends.push(Entry { reg: Ptr(reg), _handle: handle });
-        st.devices.extend(devs);
-        self.publish(&st);
+        let brings_cpu = devs.iter().any(|d| obj(d.0).and_then(|d| d.type_().ok()) == Some(DEV_TYPE_CPU));
+        let retired = {
+            let mut st = self.state.lock();
+            let retired = brings_cpu && self.retire_stand_in(&mut st);
+            st.backends.push(Entry { reg: Ptr(reg), _handle: handle });
+            st.devices.extend(devs);
+            self.publish(&st);
+            retired
+        };
+        if retired {
+            let opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
+            crate::log_at!(R, Info, "ggml_backend_register",
+                "backend {} brings a CPU device: the SIMD backend, which stood in for a missing ggml-cpu, steps aside{}",
+                who, if opt_in { " (GGML_RS_SIMD=1 computes beside ggml-cpu only when ggml-cpu is linked into the program, not loaded as a module)" } else { "" });
+        }
         Ok(())
     }
 
@@ -236,10 +282,12 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn reg_count(&self) -> usize {
+        self.settle();
         self.n_regs.load(Ordering::Acquire)
     }
 
     pub fn reg_get(&self, index: usize) -> Result<*mut Reg<R>> {
+        self.settle();
         let st = self.state.lock();
         match st.backends.get(index) {
             Some(e) => Ok(e.reg.0),
@@ -248,10 +296,12 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn dev_count(&self) -> usize {
+        self.settle();
         self.n_devs.load(Ordering::Acquire)
     }
 
     pub fn dev_get(&self, index: usize) -> Result<*mut Device<R>> {
+        self.settle();
         let st = self.state.lock();
         match st.devices.get(index) {
             Some(d) => Ok(d.0),
@@ -268,6 +318,7 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn reg_by_name(&self, name: &str) -> Result<*mut Reg<R>> {
+        self.settle();
         for r in self.regs() {
             if let Some(reg) = obj(r.0) {
                 if names_match::<R>(&cstr(reg.name()?), name) {
@@ -279,6 +330,7 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn dev_by_name(&self, name: &str) -> Result<*mut Device<R>> {
+        self.settle();
         for d in self.devs() {
             if let Some(dev) = obj(d.0) {
                 if names_match::<R>(&cstr(dev.name()?), name) {
@@ -290,6 +342,7 @@ impl<R: Rev> Registry<R> {
     }
 
     pub fn dev_by_type(&self, type_: DevType) -> Result<*mut Device<R>> {
+        self.settle();
         for d in self.devs() {
             if let Some(dev) = obj(d.0) {
                 if dev.type_()? == type_ {

@@ -172,6 +172,10 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// `ncols` after `nrows`): llama.rn 0.4.4's only; the others hold from_float, vec_dot,
     /// vec_dot_type, nrows.
     const TRAITS_CPU_FROM_FLOAT_TO_MAT: bool = false;
+    /// The backends `load_all` looks for, in stock's order (whisper.rn 0.4.3's list; 2026 dropped
+    /// kompute and added zendnn, virtgpu, hexagon and openvino). The order is the device order.
+    const DL_BACKEND_NAMES: &'static [&'static str] =
+        &["blas", "cann", "cuda", "hip", "kompute", "metal", "rpc", "sycl", "vulkan", "opencl", "musa", "cpu"];
 
     /// What `buffer_i.init_tensor` (and `buffer_init_tensor`, `tensor_alloc`, `view_init`) return:
     /// `void` in lm, `enum ggml_status` in wsp.

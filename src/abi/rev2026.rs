@@ -152,6 +152,10 @@ macro_rules! rev_2026 {
             // normal mode goes through rotate_pairs<float>, vectorized in place too
             const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
+            const DL_BACKEND_NAMES: &'static [&'static str] = &[
+                "blas", "zendnn", "cann", "cuda", "hip", "metal", "rpc", "sycl", "vulkan", "virtgpu", "opencl", "hexagon",
+                "musa", "openvino", "cpu",
+            ];
 
             $facts!();
 
