@@ -376,6 +376,33 @@ memory_cases() {
   done
 }
 
+# --- 7. speed: the scheduler's time per generated token, ours vs stock ---------------------------
+# Interleaved rounds on the pair (warm: Mesa's shader cache is filled by the cases above), each the
+# wall time of -n 33 minus -n 1 (model load, shader setup and the prompt cancel), per token.
+speed_cases() { # rounds ngl...
+  local rounds="$1" ngl side r t0 t1 a b
+  shift
+  for ngl in "$@"; do
+    declare -A per=()
+    for r in $(seq 1 "$rounds"); do
+      for side in stock rs; do
+        t0=$(date +%s%N); run "$side" 600 gen-upstream -m "$MODEL" -p "$PROMPT" -n 1 -t 2 -ngl "$ngl" >/dev/null 2>&1 || true
+        t1=$(date +%s%N); run "$side" 600 gen-upstream -m "$MODEL" -p "$PROMPT" -n 33 -t 2 -ngl "$ngl" >/dev/null 2>&1 || true
+        a=$(( ($(date +%s%N) - t1) - (t1 - t0) ))
+        per[$side]+="$(( a / 32000 )) "
+      done
+    done
+    python3 - "$PAIR" "$ngl" "${per[stock]}" "${per[rs]}" <<'PY'
+import statistics, sys
+pair, ngl, s, r = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split()], [int(x) for x in sys.argv[4].split()]
+ratios = sorted(b / a for a, b in zip(s, r))
+print(f"vulkan: speed {pair} -ngl {ngl}: stock {statistics.median(s) / 1000:.1f} ms/token, ours {statistics.median(r) / 1000:.1f} ms/token, "
+      f"ours/stock time {statistics.median(ratios):.3f} (min {ratios[0]:.3f}, max {ratios[-1]:.3f}, {len(s)} interleaved rounds)")
+PY
+    unset per
+  done
+}
+
 # --- run ----------------------------------------------------------------------------------------------
 if [[ "$MODE" == full ]]; then
   build_static_pair
@@ -389,6 +416,7 @@ use_pair dl
 check "dl: stock's programs load our ggml-base / ggml (LD_LIBRARY_PATH), the modules are stock's" linked_dl
 bounded_cases
 check "dl: our loader opened stock's modules (no 'links no ggml-cpu' warning)" loaded_modules "$(runs ngl10-fa-on-rs.txt.err)"
+[[ "$MODE" == full ]] && speed_cases "${GGML_RS_VK_SPEED_ROUNDS:-5}" 99 10
 if [[ "$SHARED" == 1 ]]; then
   build_shared_pair
   use_pair shared

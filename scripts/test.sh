@@ -109,6 +109,17 @@ if [ "${GGML_RS_SKIP_UPSTREAM:-0}" != 1 ]; then
   stage "upstream llama.cpp (test-upstream.sh)" bash scripts/test-upstream.sh
 fi
 
+# A GPU-class backend through our scheduler: ggml-vulkan (the same llama.cpp) on Mesa's lavapipe, which
+# runs Vulkan on the CPU (Debian packages, installed if missing). Bounded: llama.cpp built the way
+# its release builds are (shared, GGML_BACKEND_DL: the backends are modules) stock once, ours its
+# ggml-base + ggml on the library; SmolLM2 with every layer on Vulkan0 and with 10, bit-identical
+# to stock; test-backend-ops -b Vulkan0 for two op families; no Vulkan driver. The whole stage
+# (static pair, RPC + Vulkan, SIMD + Vulkan, two devices, memory cycles): bash scripts/test-vulkan.sh
+# (docs/vulkan.md). GGML_RS_SKIP_VULKAN=1 skips it.
+if [ "${GGML_RS_SKIP_VULKAN:-0}" != 1 ]; then
+  stage "ggml-vulkan on lavapipe (test-vulkan.sh --bounded)" bash scripts/test-vulkan.sh --bounded
+fi
+
 # llama.rn 0.13.0-rc.5 (npm release candidate; llama.cpp b11118, unprefixed ggml) built from its own
 # source lists stock and on the library (--features ggml-b11118): SmolLM2 tokens + logits, static,
 # shared and plain archives, bit-identical to stock (scripts/test-rn013.sh; docs/llama-rn-0.13.md).

@@ -55,6 +55,7 @@ endif()
 option(GGML_RS_REV2026 "Host builds and C tests on the 2026 packages (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4) for both prefixes" OFF)
 option(GGML_RS_REV2026_LM "lm_ hosts/tests on the 2026 revision (cui-llama.rn 1.12.2 + llama.rn 0.12.9)" ${GGML_RS_REV2026})
 option(GGML_RS_REV2026_WSP "wsp_ hosts/tests on the 2026 revision (whisper.rn 0.7.4)" ${GGML_RS_REV2026})
+option(GGML_RS_PER_MODE_OBJECTS "Compile the ggml cores (and the 2024 hosts) once per link mode instead of once for static and shared" OFF)
 set(GGML_RS_REV2026_LIB_META "auto" CACHE STRING
     "Does the library define the 8 ggml-backend-meta.cpp functions (then the 2026 hosts drop meta.cpp)? ON/OFF/auto (auto: nm the static library)")
 if(NOT DEFINED GGML_RS_INCLUDE_DIR)
@@ -366,12 +367,33 @@ function(ggml_rs_add_host_core host mode)
   endforeach()
   list(TRANSFORM srcs PREPEND "${GGML_RS_${H}_STAGED_DIR}/")
 
-  add_library(${target} STATIC ${srcs})
-  set_target_properties(${target} PROPERTIES GGML_RS_HOST "${host}")
-  _ggml_rs_core_flags(${target} ${std} "${defs}")
-  target_include_directories(${target} BEFORE PUBLIC ${inc})
+  # The core's objects are compiled once for both link modes (position-independent, as a shared
+  # library needs): what tells the modes apart is the link (ggml_rs_link_host) and the *_SHARED
+  # defines, which on ELF targets change no code (default visibility either way; they matter for
+  # Windows DLLs). The shared core hands them to what links it: the tests and drivers compiled
+  # against it see the shared build's headers. -DGGML_RS_PER_MODE_OBJECTS=ON compiles per mode.
+  set(objs ${host}_core_objects)
+  if(GGML_RS_PER_MODE_OBJECTS)
+    set(objs ${target}_objects)
+  endif()
+  if(NOT TARGET ${objs})
+    add_library(${objs} OBJECT ${srcs})
+    set_target_properties(${objs} PROPERTIES GGML_RS_HOST "${host}")
+    _ggml_rs_core_flags(${objs} ${std} "${defs}")
+    target_include_directories(${objs} BEFORE PRIVATE ${inc})
+    if(GGML_RS_PER_MODE_OBJECTS AND mode STREQUAL "shared")
+      target_compile_definitions(${objs} PRIVATE ${P}_GGML_SHARED ${P}_GGML_BACKEND_SHARED)
+    endif()
+  endif()
+  add_library(${target} STATIC $<TARGET_OBJECTS:${objs}>)
+  set_target_properties(${target} PROPERTIES GGML_RS_HOST "${host}" LINKER_LANGUAGE CXX)
+  target_include_directories(${target} BEFORE INTERFACE ${inc})
+  target_link_libraries(${target} INTERFACE pthread dl m)
+  if(rev)
+    target_compile_definitions(${target} INTERFACE TEST_REV2026=1)
+  endif()
   if(mode STREQUAL "shared")
-    target_compile_definitions(${target} PUBLIC
+    target_compile_definitions(${target} INTERFACE
         ${P}_GGML_SHARED ${P}_GGML_BACKEND_SHARED)
   endif()
   set_target_properties(${target} PROPERTIES
