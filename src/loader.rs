@@ -41,8 +41,17 @@ pub fn load<R: Rev>(path: &Path, silent: bool) -> Result<*mut Reg<R>> {
         }
         bail!("failed to find {}ggml_backend_init in {}", R::PREFIX, shown);
     }
-    // SAFETY: `<p>ggml_backend_init` has the signature `ggml_backend_reg_t (void)` by the DL protocol.
-    let reg = unsafe { std::mem::transmute::<*mut c_void, InitFn<R>>(init)() };
+    // SAFETY: `<p>ggml_backend_init` has the signature `ggml_backend_reg_t (void)` by the DL
+    // protocol; a C++ exception thrown by it (a driver failing at start-up) stops in host_try.cpp.
+    let reg = match unsafe { crate::host_try::call0(std::mem::transmute::<*mut c_void, InitFn<R>>(init)) } {
+        Ok(reg) => reg,
+        Err(e) => {
+            // said even by load_all (silent): stock terminates here, the app runs on without it
+            crate::log_at!(R, Warn, "ggml_backend_load", "leaving out {}: {}ggml_backend_init {}; the app runs without it",
+                shown, R::PREFIX, e);
+            return Ok(std::ptr::null_mut());
+        }
+    };
     let Some(r) = obj(reg) else {
         if silent {
             return Ok(std::ptr::null_mut());
