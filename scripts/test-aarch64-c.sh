@@ -1,14 +1,31 @@
 #!/usr/bin/env bash
-# The C op suite (tests_c/simd_ops.c) for aarch64: ggml-cpu from llama.rn / whisper.rn compiled by
+# The C op suite (tests_c/simd_ops.c) for aarch64: ggml-cpu from the host packages compiled by
 # clang for Armv8.2-a+fp16+dotprod (the flags of llama.rn's rnllama_v8_2_fp16_dotprod Android
 # library), the Rust library cross-built, every case compared between the two backends under
 # qemu-user (its "max" CPU has both extensions). With these flags SIMD's NEON kernels must match
 # ggml-cpu bit for bit (GGML_RS_HOST_NEON_DOTPROD); other flags (e.g. HOST_FLAGS=-march=armv8-a)
 # build and compare with the suite's tolerances. scripts/test.sh runs it on x86_64 machines; if the
 # toolchain cannot be installed it says SKIPPED and exits 0, unless GGML_RS_AARCH64_REQUIRED=1.
+# Three parts, each in its own build dir, each printing its wall time:
+#   2024  llama.rn 0.4.4 / whisper.rn 0.4.3 (simd_ops_{lm,wsp}_static) in $BUILD_DIR: bit for bit,
+#         then once on the portable kernels (the suite's tolerances)
+#   2026  cui-llama.rn 1.12.2 / whisper.rn 0.7.4 (cargo features lm-2026,wsp-2026 into
+#         target/rev2026, -DGGML_RS_REV2026=ON) in $BUILD_DIR-rev2026, the same flags: every case
+#         bit for bit, the 2026 ops' cases (SET_ROWS, GLU, FLASH_ATTN_EXT on NEON; repacked
+#         weights declined, as expected off AVX2 x86) and the suite's expected declined count,
+#         and the start-up check's contract line "all bit-identical". On by default (about
+#         3 min cold on 2 cores, 1 min warm); GGML_RS_AARCH64_REV2026=0 skips it,
+#         GGML_RS_AARCH64_REV2026_WSP=0 leaves out the whisper.rn 0.7.4 half.
+#   package flags (opt-in, GGML_RS_AARCH64_PACKAGE_FLAGS=1): the 2026 lm_ suite with
+#         cui-llama.rn 1.12.2's fastest arm64 flags (PACKAGE_FLAGS below, from its Android
+#         CMakeLists.txt: fast math, i8mm) in $BUILD_DIR-rev2026-pkg: our header must report a
+#         fast-math host and the contract must be the bounded one; then GGML_RS_SIMD_EXACT=1 must
+#         give the exact contract. Prints both contract lines (the arm64 rows of docs/simd.md's
+#         table) and the suite's per-case results; the suite's own verdict is printed, not
+#         required (its bit-identity thresholds are for the exact flags).
 #   BUILD_DIR   (default: build-aarch64)
 #   JOBS        (default: 2)
-#   HOST_FLAGS  (default: -march=armv8.2-a+dotprod)   flags for the host ggml core
+#   HOST_FLAGS  (default: -march=armv8.2-a+fp16+dotprod)   flags for the host ggml cores
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -16,13 +33,96 @@ cd "$ROOT"
 BUILD_DIR="${BUILD_DIR:-build-aarch64}"
 JOBS="${JOBS:-2}"
 HOST_FLAGS="${HOST_FLAGS:--march=armv8.2-a+fp16+dotprod}"
+PACKAGE_FLAGS="-march=armv8.2-a+dotprod+i8mm;-fvectorize;-ffp-model=fast;-fno-finite-math-only"
 source scripts/aarch64-toolchain.sh
 aarch64_toolchain "aarch64-linux-gnu-g++ clang ninja" g++-aarch64-linux-gnu clang ninja-build cmake
-bash scripts/fetch-hosts.sh
 
+qemu() { qemu-aarch64 -L /usr/aarch64-linux-gnu "$@"; }
+t0=$SECONDS
+elapsed() { echo "test-aarch64-c: $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
+
+# the contract line of the SIMD start-up check in a suite's output ($1), or fail
+contract_line() {
+  local line
+  line="$(grep -m1 -o 'SIMD: contract: .*' "$1")" || { echo "test-aarch64-c: no 'SIMD: contract:' line in $1" >&2; return 1; }
+  echo "$line"
+}
+# runs a suite binary under qemu; its whole output goes to $2 and what matters to stdout
+run_suite() {  # exe log [env...]
+  local exe="$1" log="$2" rc=0
+  shift 2
+  env "$@" qemu-aarch64 -L /usr/aarch64-linux-gnu "$exe" >"$log" 2>&1 || rc=$?
+  grep -E 'FAILED|differ|declined|NMSE [0-9.e+-]+ >' "$log" | grep -v ' 0 of ' || true
+  tail -n1 "$log"
+  return $rc
+}
+
+## 2024: llama.rn 0.4.4 / whisper.rn 0.4.3
+bash scripts/fetch-hosts.sh lm wsp >/dev/null
 aarch64_build "$BUILD_DIR" OFF simd_ops_lm_static simd_ops_wsp_static
 for p in lm wsp; do
     echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
-    qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
-    GGML_RS_SIMD_PORTABLE=1 GGML_RS_SIMD_EXACT=0 qemu-aarch64 -L /usr/aarch64-linux-gnu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
+    qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
+    GGML_RS_SIMD_PORTABLE=1 GGML_RS_SIMD_EXACT=0 qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
 done
+elapsed "2024 suites"
+
+## 2026: cui-llama.rn 1.12.2 / whisper.rn 0.7.4
+# build_2026 <build dir> <host flags> <targets...>: the 2026 library (target/rev2026) and the
+# suites, no real hosts (their drivers are the 2026 stage's and count-gemma.sh's)
+build_2026() {
+  local dir="$1"
+  shift
+  AARCH64_FEATURES=lm-2026,wsp-2026 HOST_FLAGS="$1"
+  shift
+  AARCH64_CMAKE_ARGS=(-DGGML_RS_REV2026=ON -DGGML_RS_REV2026_LM12=OFF
+    -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF)
+  aarch64_build "$dir" OFF "$@"
+}
+if [[ "${GGML_RS_AARCH64_REV2026:-1}" != 0 ]]; then
+  bash scripts/fetch-hosts.sh cui wsp7 >/dev/null
+  prefixes=(lm)
+  [[ "${GGML_RS_AARCH64_REV2026_WSP:-1}" == 0 ]] || prefixes+=(wsp)
+  targets=()
+  for p in "${prefixes[@]}"; do targets+=("simd_ops_${p}_static"); done
+  ( build_2026 "$BUILD_DIR-rev2026" "$HOST_FLAGS" "${targets[@]}" )
+  elapsed "2026 build"
+  for p in "${prefixes[@]}"; do
+    echo "== 2026 simd_ops_${p}_static (host core: $HOST_FLAGS)"
+    log="$BUILD_DIR-rev2026/simd_ops_${p}_static.log"
+    run_suite "$BUILD_DIR-rev2026/tests_c/simd_ops_${p}_static" "$log" \
+      || { cat "$log"; echo "test-aarch64-c: 2026 simd_ops_${p}_static failed" >&2; exit 1; }
+    line="$(contract_line "$log")"
+    echo "$line"
+    # exact flags: no fast math, every kind of the start-up check bit-identical
+    [[ "$line" == "SIMD: contract: bit-identical to ggml-cpu (host compiled without fast math). "*": all bit-identical" ]] \
+      || { echo "test-aarch64-c: 2026 $p: not the exact contract with every kind bit-identical" >&2; exit 1; }
+  done
+  elapsed "2026 suites"
+fi
+
+## opt-in: cui-llama.rn 1.12.2's own arm64 flags (fast math): the contract and its kinds
+if [[ "${GGML_RS_AARCH64_PACKAGE_FLAGS:-0}" == 1 ]]; then
+  bash scripts/fetch-hosts.sh cui wsp7 >/dev/null
+  ( build_2026 "$BUILD_DIR-rev2026-pkg" "$PACKAGE_FLAGS" simd_ops_lm_static )
+  elapsed "package-flags build"
+  exe="$BUILD_DIR-rev2026-pkg/tests_c/simd_ops_lm_static"
+  for exact in 0 1; do
+    log="$BUILD_DIR-rev2026-pkg/simd_ops_lm_static.exact$exact.log"
+    env=()
+    ((exact)) && env=(GGML_RS_SIMD_EXACT=1)
+    echo "== 2026 simd_ops_lm_static (host core: ${PACKAGE_FLAGS//;/ }${env[*]:+; ${env[*]}})"
+    rc=0
+    run_suite "$exe" "$log" ${env[@]+"${env[@]}"} || rc=$?
+    echo "(suite exit status $rc)"
+    line="$(contract_line "$log")"
+    echo "$line"
+    if ((exact)); then
+      want="SIMD: contract: bit-identical to ggml-cpu (GGML_RS_SIMD_EXACT=1; host compiled with fast math (its compiler reassociates floats): "
+    else
+      want="SIMD: contract: within ggml's error bounds of ggml-cpu (host compiled with fast math (its compiler reassociates floats): "
+    fi
+    [[ "$line" == "$want"* ]] || { echo "test-aarch64-c: package flags: expected a contract line starting '$want'" >&2; exit 1; }
+  done
+  elapsed "package-flags suites"
+fi
