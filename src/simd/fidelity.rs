@@ -169,6 +169,13 @@ impl Verdicts {
         if k.op == Op::RmsNorm && self.differ.iter().any(|d| d.after_rms_norm) {
             return true;
         }
+        // GEGLU looks GELU up in the same table (ggml-cpu's fp16 GELU table, which ggml_cpu_init
+        // fills with the host's compiled tanh formula): a GELU that differs means some entries
+        // differ, which a GEGLU probe can miss (cui-llama.rn's arm64 fast-math flags under
+        // qemu: GELU's probe differed, GEGLU's matched, two of the C suite's GEGLU cases did not)
+        if k.op == Op::Glu && k.mode == super::ops::glu::GEGLU && self.differ.iter().any(|d| d.op == Op::Gelu) {
+            return true;
+        }
         !self.checked.contains(k) && self.differ.iter().any(|d| d.op == k.op && d.after_rms_norm == k.after_rms_norm)
     }
 }
@@ -589,6 +596,16 @@ mod tests {
         assert!(v.declines(&fused) && v.declines(&rms));
         assert!(!v.declines(&mul), "a MUL of other sources is not the fused pair");
         assert!(!Verdicts::default().declines(&q5));
+
+        // GEGLU reads GELU's table: declined with a GELU that differed, even when its own probe matched
+        let gelu = kind(Op::Gelu, [F32, -1, F32], false);
+        let glu = |mode| Kind { op: Op::Glu, types: [F32, F32, F32], mode, after_rms_norm: false };
+        let (geglu, swiglu) = (glu(crate::simd::ops::glu::GEGLU), glu(crate::simd::ops::glu::SWIGLU));
+        let v = Verdicts { checked: vec![gelu, geglu, swiglu], differ: vec![gelu], ..Verdicts::default() };
+        assert!(v.declines(&geglu));
+        assert!(!v.declines(&swiglu), "SWIGLU does not read the GELU table");
+        let v = Verdicts { checked: vec![gelu, geglu, swiglu], differ: vec![], ..Verdicts::default() };
+        assert!(!v.declines(&geglu));
     }
 
     /// The edge block has an amax past every other value and, for each rewrite of the quantizer's
