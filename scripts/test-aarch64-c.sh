@@ -22,9 +22,10 @@
 #         GGML_RS_SIMD_EXACT=1 the exact contract, and every case SIMD still takes bit for bit
 #         (SIMD_OPS_BITWISE=1). Prints both contract lines: the arm64 rows of docs/simd.md's kinds
 #         x host flags table. GGML_RS_AARCH64_PACKAGE_FLAGS=0 skips it (default: as the 2026 part).
-# Wall time on 2 shared cores (2026-12-07, a Vulkan build beside it): 2026 part 91-110 s cold
-# (cargo's aarch64 build with the 2026 features ~65 s of it), 18 s warm; package flags 46 s cold
-# (its host core; the library is the 2026 part's), 10 s warm.
+# Wall time on 2 cores shared with a Vulkan build (2026-12-07): the 2026 part 91 s cold at a load
+# average of 2.5, 197 s at 5-7 (cargo's aarch64 build with the 2026 features is most of it), 18 s
+# warm; the package-flags part 46 s cold at 2.5, 54-73 s at 5-7 (its host core, about 43 s of
+# CPU; the library is the 2026 part's), 10 s warm.
 #   BUILD_DIR   (default: build-aarch64)
 #   JOBS        (default: 2)
 #   HOST_FLAGS  (default: -march=armv8.2-a+fp16+dotprod)   flags for the host ggml cores of the
