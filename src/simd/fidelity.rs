@@ -171,8 +171,8 @@ impl Verdicts {
         }
         // GEGLU looks GELU up in the same table (ggml-cpu's fp16 GELU table, which ggml_cpu_init
         // fills with the host's compiled tanh formula): a GELU that differs means some entries
-        // differ, which a GEGLU probe can miss (cui-llama.rn's arm64 fast-math flags under
-        // qemu: GELU's probe differed, GEGLU's matched, two of the C suite's GEGLU cases did not)
+        // differ, which a GEGLU probe can miss (cui-llama.rn's fast-math flags, arm64 under qemu
+        // and x86: GELU's probe differed, GEGLU's matched, some of the C suite's GEGLU cases did not)
         if k.op == Op::Glu && k.mode == super::ops::glu::GEGLU && self.differ.iter().any(|d| d.op == Op::Gelu) {
             return true;
         }
