@@ -34,8 +34,9 @@
 //!
 //! F16/F32 products follow `ggml_vec_dot_f16` / `ggml_vec_dot_f32`. Without FP16 vector
 //! arithmetic ([`float_tile`]; F32 always): four 4-lane FMA accumulators over 16-element steps,
-//! reduced as `vaddvq((acc0 + acc2) + (acc1 + acc3))`, leftovers in double (F16) or float with
-//! FMA (F32). ggml built with `+fp16` (every llama.rn arm64 library but `rnllama_v8`, and
+//! reduced as `vaddvq((acc0 + acc2) + (acc1 + acc3))`, leftovers in double (F16) or float
+//! (F32: as clang compiles `sumf += x[i]*y[i]`, eight at a time rounded products added in order,
+//! then FMAs; [`FloatElem::finish`] for f32). ggml built with `+fp16` (every llama.rn arm64 library but `rnllama_v8`, and
 //! whisper.rn's) accumulates F16 products in *half precision* instead ([`f16_tile_hp`]); the
 //! matrix product uses that wherever the CPU has FEAT_FP16, which is exactly when llama.rn /
 //! whisper.rn load such a library. It is far less accurate (a lane's sum keeps 11 bits), but it
@@ -661,11 +662,20 @@ impl FloatElem for f32 {
         // SAFETY: `v` is 4 readable f32.
         unsafe { vld1q_f32(v.as_ptr()) }
     }
+    /// ggml's F32 leftovers, `for (i = np; i < n; ++i) sumf += x[i]*y[i];`, as clang compiles
+    /// it for aarch64 (the NDK, Xcode; clang 14 here, disassembled): 8 or more leftovers are
+    /// vectorized as an in-order reduction, 8 at a time (two `fmul` of 4 lanes, each product
+    /// rounded, then added to `sumf` one by one in element order), and the last `len % 8` stay
+    /// scalar, contracted to one `fmadd` each. All-FMA leftovers differed from that build by ulps
+    /// whenever `k % 16 >= 8`.
     #[inline]
     fn finish(reduced: f32, w: &[f32], a: &[f32]) -> f32 {
-        // `sumf += x[i]*y[i]` in float, contracted
         let mut sum = reduced;
-        for (&x, &y) in w.iter().zip(a) {
+        let vectorized = w.len() & !7;
+        for (&x, &y) in w[..vectorized].iter().zip(a) {
+            sum += x * y;
+        }
+        for (&x, &y) in w[vectorized..].iter().zip(&a[vectorized..]) {
             sum = x.mul_add(y, sum);
         }
         sum
