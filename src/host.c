@@ -43,6 +43,7 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_graph_overhead_custom)          \
     X(P##ggml_hash_size)                      \
     X(P##ggml_op_name)                        \
+    X(P##ggml_op_desc)                        \
     X(P##ggml_gallocr_new_n)                  \
     X(P##ggml_gallocr_free)                   \
     X(P##ggml_gallocr_reserve_n)              \

@@ -133,6 +133,7 @@ pub struct CoreFns<R: Rev> {
     pub gallocr_get_buffer_size: Option<unsafe extern "C" fn(*mut c_void, i32) -> usize>,
     pub hash_size: Option<unsafe extern "C" fn(usize) -> usize>,
     pub op_name: Option<unsafe extern "C" fn(i32) -> *const c_char>,
+    pub op_desc: Option<unsafe extern "C" fn(*const Tensor<R>) -> *const c_char>,
     pub init: Option<unsafe extern "C" fn(InitParams) -> *mut c_void>,
     pub free: Option<unsafe extern "C" fn(*mut c_void)>,
     pub dup_tensor: Option<unsafe extern "C" fn(*mut c_void, *const Tensor<R>) -> *mut Tensor<R>>,
@@ -274,6 +275,7 @@ impl<R: Rev> CoreFns<R> {
             gallocr_get_buffer_size: f!("ggml_gallocr_get_buffer_size"),
             hash_size: f!("ggml_hash_size"),
             op_name: f!("ggml_op_name"),
+            op_desc: f!("ggml_op_desc"),
             init: f!("ggml_init"),
             free: f!("ggml_free"),
             dup_tensor: f!("ggml_dup_tensor"),
@@ -301,6 +303,15 @@ pub fn op_name<R: Rev>(op: i32) -> String {
         // SAFETY: ggml_op_name returns a static string for any op id below GGML_OP_COUNT.
         Some(f) if (0..128).contains(&op) => crate::abi::vtable::cstr(unsafe { f(op) }),
         _ => format!("op#{}", op),
+    }
+}
+
+/// `ggml_op_desc` (a GLU / UNARY node by its kind), or [`op_name`] when the host has none.
+pub fn op_desc<R: Rev>(t: &Tensor<R>) -> String {
+    match crate::host::host::<R>().core().op_desc {
+        // SAFETY: ggml_op_desc reads the tensor's op and params and returns a static string.
+        Some(f) if (0..128).contains(&t.op) => crate::abi::vtable::cstr(unsafe { f(t) }),
+        _ => op_name::<R>(t.op),
     }
 }
 

@@ -174,6 +174,8 @@ pub trait Rev: 'static + Sized + Send + Sync {
     const TRAITS_CPU_FROM_FLOAT_TO_MAT: bool = false;
     /// The backends `load_all` looks for, in stock's order (whisper.rn 0.4.3's list; 2026 dropped
     /// kompute and added zendnn, virtgpu, hexagon and openvino). The order is the device order.
+    /// What `GGML_SCHED_DEBUG=2` prints of a node, as this revision's stock does.
+    const SCHED_DEBUG_NODE: SchedDebugNode = SchedDebugNode { op_desc: false, use_count: false, compute_flag: false };
     const DL_BACKEND_NAMES: &'static [&'static str] =
         &["blas", "cann", "cuda", "hip", "kompute", "metal", "rpc", "sycl", "vulkan", "opencl", "musa", "cpu"];
 
@@ -218,6 +220,23 @@ pub trait Rev: 'static + Sized + Send + Sync {
     fn init_status(ret: Self::InitRet) -> Status;
     fn reg_header() -> Self::RegHeader;
     fn reg_api_version(reg: &Reg<Self>) -> Option<i32>;
+    /// The graph's `use_counts` array (indexed like its `visited_hash_set`), NULL where the
+    /// revision has none (lm).
+    fn use_counts(_g: &CGraph<Self>) -> *const i32 {
+        std::ptr::null()
+    }
+}
+
+/// What stock's `print_assignments` (`GGML_SCHED_DEBUG=2`) prints of a node besides its name,
+/// size and backend: llama.rn 0.4.4 `ggml_op_name`; whisper.rn 0.4.3 adds `use=N`; 2026 and later
+/// print `ggml_op_desc` (a GLU / UNARY node by its kind, `SWIGLU`) and `use=N,c=F`.
+#[derive(Clone, Copy)]
+pub struct SchedDebugNode {
+    pub op_desc: bool,
+    /// `use=N`: the node's entry of the graph's `use_counts`
+    pub use_count: bool,
+    /// `,c=N`: whether the node carries `GGML_TENSOR_FLAG_COMPUTE` (16)
+    pub compute_flag: bool,
 }
 
 #[repr(C)]
@@ -293,6 +312,30 @@ pub struct HashSet<R: Rev> {
     pub size: usize,
     pub used: *mut u32,
     pub keys: *mut *mut Tensor<R>,
+}
+
+impl<R: Rev> HashSet<R> {
+    /// ggml's `ggml_hash_find`: the slot of `key` (or the free slot where it would go), by the
+    /// pointer's bits past 4 and linear probing; `None` for an empty or full set.
+    pub fn find(&self, key: *const Tensor<R>) -> Option<usize> {
+        if self.size == 0 || self.used.is_null() || self.keys.is_null() {
+            return None;
+        }
+        let start = ((key as usize) >> 4) % self.size;
+        let mut i = start;
+        loop {
+            // SAFETY: i < size; `used` holds size bits and `keys` size pointers (ggml's hash set,
+            // owned by the graph the caller holds).
+            let (used, k) = unsafe { ((*self.used.add(i >> 5) >> (i & 31)) & 1 == 1, *self.keys.add(i)) };
+            if !used || k as *const Tensor<R> == key {
+                return Some(i);
+            }
+            i = (i + 1) % self.size;
+            if i == start {
+                return None;
+            }
+        }
+    }
 }
 
 #[repr(C)]

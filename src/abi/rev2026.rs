@@ -152,6 +152,7 @@ macro_rules! rev_2026 {
             // normal mode goes through rotate_pairs<float>, vectorized in place too
             const CPU_ORDER: CpuOrder = CpuOrder { norm_vec_sums: true, rope_rotate_pairs: true, q6k_offset_per_subblock: true };
             const DEV_TYPE_IGPU: Option<super::DevType> = Some(2);
+            const SCHED_DEBUG_NODE: super::SchedDebugNode = super::SchedDebugNode { op_desc: true, use_count: true, compute_flag: true };
             const DL_BACKEND_NAMES: &'static [&'static str] = &[
                 "blas", "zendnn", "cann", "cuda", "hip", "metal", "rpc", "sycl", "vulkan", "virtgpu", "opencl", "hexagon",
                 "musa", "openvino", "cpu",
@@ -205,6 +206,9 @@ macro_rules! rev_2026 {
             }
             fn init_status(ret: Status) -> Status {
                 ret
+            }
+            fn use_counts(g: &CGraph<Self>) -> *const i32 {
+                g.use_counts
             }
             fn reg_header() -> i32 {
                 Self::BACKEND_API_VERSION

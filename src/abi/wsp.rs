@@ -47,6 +47,7 @@ impl Rev for Wsp {
     const SCHED_SYNC_RESETS_COPY: bool = true;
     // SCALE, DIAG_MASK_ZERO, DIAG_MASK_INF, ADD, ADD1, SUB, MUL, DIV, SQR, SQRT, LOG, UNARY, ROPE, RMS_NORM, SOFT_MAX, ROPE_BACK, SILU_BACK, RMS_NORM_BACK, SOFT_MAX_BACK
     const INPLACE_OPS: &'static [i32] = &[30, 43, 42, 2, 3, 5, 6, 7, 8, 9, 10, 77, 46, 23, 44, 47, 21, 24, 45];
+    const SCHED_DEBUG_NODE: super::SchedDebugNode = super::SchedDebugNode { op_desc: false, use_count: true, compute_flag: false };
 
     super::layout_before_2026!();
 
@@ -74,6 +75,9 @@ impl Rev for Wsp {
     }
     fn init_status(ret: Status) -> Status {
         ret
+    }
+    fn use_counts(g: &CGraph<Self>) -> *const i32 {
+        g.use_counts
     }
     fn reg_header() -> i32 {
         Self::BACKEND_API_VERSION

@@ -4,7 +4,7 @@
 use super::Sched;
 use crate::abi::vtable::{cstr, obj};
 use crate::abi::*;
-use crate::host::{log, op_name};
+use crate::host::{log, op_desc, op_name};
 use crate::tensor::{is_view_op, nbytes};
 
 fn fmt_size(n: usize) -> String {
@@ -41,15 +41,29 @@ impl<R: Rev> Sched<R> {
             if is_view_op::<R>(n.op) || self.debug < 2 {
                 continue;
             }
+            let what = R::SCHED_DEBUG_NODE;
             out.push_str(&format!(
-                "node #{:3} ({:>10.10}): {:>20.20} ({:>5.5}) [{:>5.5} {:>8.8}]:",
+                "node #{:3} ({:>10.10}): {:>20.20} ({:>5.5}) [{:>5.5} {:>8.8}]",
                 i,
-                op_name::<R>(n.op),
+                if what.op_desc { op_desc::<R>(n) } else { op_name::<R>(n.op) },
                 n.name(),
                 fmt_size(nbytes(n).unwrap_or(0)),
                 self.name_of(self.tensor_backend(node)),
                 ""
             ));
+            if what.use_count {
+                let uses = R::use_counts(g);
+                let n_uses = match g.visited_hash_set.find(node) {
+                    // SAFETY: use_counts has one entry per slot of the graph's visited set.
+                    Some(slot) if !uses.is_null() => unsafe { *uses.add(slot) },
+                    _ => 0,
+                };
+                out.push_str(&format!(" use={}", n_uses));
+                if what.compute_flag {
+                    out.push_str(&format!(",c={}", (n.flags & 16 != 0) as i32));
+                }
+            }
+            out.push(':');
             for &src in n.src.iter() {
                 let Some(s) = obj(src) else { continue };
                 out.push_str(&format!(
