@@ -163,6 +163,12 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// waits for the previous backend (its event, or a synchronize): b11118 (the allocator may
     /// reuse memory across splits).
     const SCHED_WAIT_PREV_BACKEND: bool = false;
+    /// `sched_reserve` synchronizes the backends before it splits the graph (so before any
+    /// backend's `graph_optimize`), 2026 on; before, after the split.
+    const SCHED_RESERVE_SYNCS_FIRST: bool = false;
+    /// `tensor_set_async` / `tensor_get_async` on a backend without the async slot synchronize
+    /// that backend before the synchronous transfer (2026 on; before, the transfer alone).
+    const ASYNC_IO_FALLBACK_SYNCS: bool = false;
     /// With pipeline copies (`n_copies > 1`), which inputs get their copies and a place among the
     /// allocator's first leafs: every leaf flagged INPUT, used or not, in leaf order, after the
     /// splits (0.25.3's pass 6: a batch without embeddings no longer changes the graph); before,

@@ -145,6 +145,8 @@ macro_rules! rev_2026 {
             const SCHED_PASS1_SKIPS_VIEWS: bool = false;
             const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
             const SCHED_SYNC_RESETS_COPY: bool = true;
+            const SCHED_RESERVE_SYNCS_FIRST: bool = true;
+            const ASYNC_IO_FALLBACK_SYNCS: bool = true;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
             const ALLOC_HONOURS_MAX_SIZE: bool = true;
