@@ -179,8 +179,8 @@ static void fake_graph_optimize(GB(t) be, struct G(cgraph) * g) {
     for (int i = 0; i + 1 < n; i++) {
         tensor_t * a = G(graph_node)(g, i), * b = G(graph_node)(g, i + 1);
         if (a->op == C(OP_MUL_MAT) && b->op == C(OP_MUL_MAT) && !depends(b, a)) {
-            g->nodes[i] = b;
-            g->nodes[i + 1] = a;
+            G(graph_nodes)(g)[i] = b;
+            G(graph_nodes)(g)[i + 1] = a;
             tr("  %s graph_optimize: swapped %s and %s", fake_name(be), a->name, b->name);
             break;
         }
@@ -347,13 +347,14 @@ static void print_assignment(GB(sched_t) s, struct G(cgraph) * g) {
 /* one round as llama.cpp runs a batch: reset, alloc, set inputs, compute_async, read the output
  * asynchronously from its backend, synchronize */
 static void run_round(GB(sched_t) s, struct G(cgraph) * g, tensor_t * ids, const int32_t * idv,
-                      tensor_t * out, float * got) {
+                      tensor_t * sc, const float * scv, tensor_t * out, float * got) {
     tr("-- sched_reset + alloc_graph");
     GB(sched_reset)(s);
     CHECK(GB(sched_alloc_graph)(s, g));
     print_assignment(s, g);
     tr("-- set inputs");
     GB(tensor_set)(ids, idv, 0, G(nbytes)(ids));
+    GB(tensor_set)(sc, scv, 0, G(nbytes)(sc));
     tr("-- graph_compute_async");
     CHECK(GB(sched_graph_compute_async)(s, g) == C(STATUS_SUCCESS));
     tr("-- tensor_get_async (output)");
@@ -417,7 +418,11 @@ static void case_ab(char which) {
         tensor_t * a = G(mul_mat)(ctx, w.wq, x); G(set_name)(a, "q");
         tensor_t * b = G(mul_mat)(ctx, w.wk, x); G(set_name)(b, "k");
         tensor_t * c = G(add)(ctx, a, b); G(set_name)(c, "qk");
-        tensor_t * d = G(mul)(ctx, c, w.nrm); G(set_name)(d, "normed");
+        tensor_t * sc = G(new_tensor_1d)(ctx, C(TYPE_F32), E); /* an input the GPU reads */
+        G(set_name)(sc, "scale");
+        G(set_input)(sc);
+        tensor_t * d0 = G(mul)(ctx, c, w.nrm); G(set_name)(d0, "normed");
+        tensor_t * d = G(mul)(ctx, d0, sc); G(set_name)(d, "scaled");
         tensor_t * e = G(sqr)(ctx, d); G(set_name)(e, "sq");
         tensor_t * out = G(mul_mat)(ctx, w.wo, e); G(set_name)(out, "out");
         G(set_output)(out);
@@ -433,7 +438,9 @@ static void case_ab(char which) {
         for (int i = 0; i < T; i++) idv[i] = (i * 3 + r * 7 + 1) % V;
         printf("== case %c round %d (T=%d)\n", which, r, T);
         float * got = calloc(E * T, sizeof(float));
-        run_round(s, g, ids, idv, out, got);
+        float scv[E];
+        for (int i = 0; i < E; i++) scv[i] = (float) (1 + (i + r) % 2);
+        run_round(s, g, ids, idv, sc, scv, out, got);
 
         /* the reference */
         float tok[E * V], wq[E * E], wk[E * E], nrm[E], wo[E * E];
@@ -445,7 +452,7 @@ static void case_ab(char which) {
         ref_mul_mat(wk, xv, kv, E, E, T);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < E; i++) {
-                float v = (qv[t * E + i] + kv[t * E + i]) * nrm[i];
+                float v = (qv[t * E + i] + kv[t * E + i]) * nrm[i] * scv[i];
                 xv[t * E + i] = v * v;
             }
         ref_mul_mat(wo, xv, want, E, E, T);
@@ -500,7 +507,11 @@ static void case_c(void) {
         tensor_t * a = G(mul_mat)(ctx, w.w0, x); G(set_name)(a, "h0");
         tensor_t * b = G(add)(ctx, a, w.b0); G(set_name)(b, "h0b");
         tensor_t * c = G(mul_mat)(ctx, w.w1, b); G(set_name)(c, "h1");
-        tensor_t * d = G(mul)(ctx, c, w.n1); G(set_name)(d, "h1n");
+        tensor_t * sc = G(new_tensor_1d)(ctx, C(TYPE_F32), E); /* an input FAKE1 reads */
+        G(set_name)(sc, "scale");
+        G(set_input)(sc);
+        tensor_t * d0 = G(mul)(ctx, c, w.n1); G(set_name)(d0, "h1n");
+        tensor_t * d = G(mul)(ctx, d0, sc); G(set_name)(d, "h1s");
         tensor_t * e = G(sqr)(ctx, d); G(set_name)(e, "sq");
         tensor_t * out = G(mul_mat)(ctx, w.w2, e); G(set_name)(out, "out");
         G(set_output)(out);
@@ -516,7 +527,9 @@ static void case_c(void) {
         for (int i = 0; i < T; i++) idv[i] = (i * 3 + r * 7 + 2) % V;
         printf("== case c round %d (T=%d)\n", r, T);
         float got[E * T];
-        run_round(s, g, ids, idv, out, got);
+        float scv[E];
+        for (int i = 0; i < E; i++) scv[i] = (float) (1 + (i + r) % 2);
+        run_round(s, g, ids, idv, sc, scv, out, got);
 
         float tok[E * V], w0[E * E], b0[E], w1[E * E], n1[E], w2[E * E];
         get_all(w.tok, tok); get_all(w.w0, w0); get_all(w.b0, b0);
@@ -528,7 +541,7 @@ static void case_c(void) {
         ref_mul_mat(w1, hv, xv, E, E, T);
         for (int t = 0; t < T; t++)
             for (int i = 0; i < E; i++) {
-                float v = xv[t * E + i] * n1[i];
+                float v = xv[t * E + i] * n1[i] * scv[i];
                 xv[t * E + i] = v * v;
             }
         ref_mul_mat(w2, xv, want, E, E, T);
