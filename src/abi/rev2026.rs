@@ -46,6 +46,7 @@ const OPS_2026: OpIds = OpIds {
     norm: 24,
     rms_norm: 25,
     mul_mat: 29,
+    mul_mat_id: 30,
     scale: 32,
     cpy: 34,
     cont: 35,
@@ -147,6 +148,7 @@ macro_rules! rev_2026 {
             const SCHED_SYNC_RESETS_COPY: bool = true;
             const SCHED_RESERVE_SYNCS_FIRST: bool = true;
             const ASYNC_IO_FALLBACK_SYNCS: bool = true;
+            const SCHED_COPY_USED_EXPERTS: bool = true;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
             const ALLOC_HONOURS_MAX_SIZE: bool = true;
