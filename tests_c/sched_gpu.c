@@ -13,7 +13,8 @@
  * printout (static, shared) with stock's byte for byte (sched_gpu_compare.sh).
  *
  * Cases: (a) weights on FAKE0, (b) a weight in a CPU buffer: offloaded to FAKE0 at a batch of 32,
- * left on the CPU at 8, (c) two FAKE devices and parallel = true (pipeline copies, events);
+ * left on the CPU at 8, (c) two FAKE devices and parallel = true (pipeline copies, events), (d) MoE
+ * experts in a CPU buffer, their MUL_MAT_ID offloaded (2026: only the used experts copied);
  * each over a few rounds with changing inputs, as llama.cpp runs its graphs (reset, alloc_graph,
  * set inputs, compute_async, get_tensor_async of the output, synchronize).
  */
@@ -217,16 +218,17 @@ static GB(buffer_type_t) dev_host_buft(GB(dev_t) d) { (void) d; return &host_buf
 static bool fake_supports_op(GB(dev_t) d, const tensor_t * op) {
     (void) d;
     switch (op->op) {
-    case C(OP_MUL_MAT): return op->src[0]->type == C(TYPE_F32) && op->src[1]->type == C(TYPE_F32);
+    case C(OP_MUL_MAT): case C(OP_MUL_MAT_ID): return op->src[0]->type == C(TYPE_F32) && op->src[1]->type == C(TYPE_F32);
     case C(OP_MUL): case C(OP_ADD): case C(OP_NONE): case C(OP_VIEW): case C(OP_RESHAPE): return true;
     default: return false;
     }
 }
 static bool dev_supports_buft(GB(dev_t) d, GB(buffer_type_t) b) { return b == &((struct fdev *) d)->buft; }
-/* as ggml-cuda: a batch of at least 32 rows, never GET_ROWS */
+/* as ggml-cuda: a batch of at least 32 rows (MUL_MAT_ID: tokens, ne[2]), never GET_ROWS */
 static bool dev_offload_op(GB(dev_t) d, const tensor_t * op) {
     (void) d;
-    return op->op != C(OP_GET_ROWS) && op->ne[1] >= 32;
+    const int64_t batch = op->op == C(OP_MUL_MAT_ID) ? op->ne[2] : op->ne[1];
+    return op->op != C(OP_GET_ROWS) && batch >= 32;
 }
 static GB(event_t) dev_event_new(GB(dev_t) d) {
     struct fdev * f = (struct fdev *) d;
@@ -559,6 +561,101 @@ static void case_c(void) {
     G(free)(w.ctx_cpu);
 }
 
+/* (d) MoE: the experts in a CPU buffer, their MUL_MAT_ID offloaded to FAKE0 at 32 tokens (2026:
+ * only the experts the ids use are copied), on the CPU at 8 */
+enum { NX = 8, NU = 2 };
+static void case_d(void) {
+    printf("==== case d: MoE experts in a CPU buffer, MUL_MAT_ID offloaded at 32 tokens\n");
+    struct G(context) * ctx_cpu = new_ctx(4), * ctx_gpu = new_ctx(4);
+    tensor_t * tok = weight(ctx_cpu, "tok", E, V);
+    tensor_t * exps = G(new_tensor_3d)(ctx_cpu, C(TYPE_F32), E, E, NX);
+    G(set_name)(exps, "exps");
+    tensor_t * bx = weight(ctx_gpu, "bx", E, 0);
+    tr("-- weights");
+    GB(buffer_t) buf_cpu = alloc_weights(ctx_cpu, GB(cpu_buffer_type)());
+    GB(buffer_t) buf_gpu = alloc_weights(ctx_gpu, &fdevs[0].buft);
+    fill(tok, 1, -2, 5);
+    fill(exps, 7, -1, 3);
+    fill(bx, 8, -3, 7);
+
+    tr("-- sched_new");
+    GB(t) backends[2] = { fake[0], cpu };
+    GB(buffer_type_t) bufts[2] = { &fdevs[0].buft, &host_buft };
+    GB(sched_t) s = TEST_SCHED_NEW(GB(sched_new), backends, bufts, 2, 128, false, true);
+    CHECK(s != NULL);
+
+    /* the experts each round uses: runs 1-2 and 5; 0 and 7 (the last: no padding); one; all */
+    static const int sets[4][NX] = { {1, 2, 5, -1}, {0, 7, -1}, {3, -1}, {0, 1, 2, 3, 4, 5, 6, 7} };
+    static const int n_sets[4] = { 3, 2, 1, 8 };
+    const int batches[4] = { 32, 32, 8, 32 };
+    for (int r = -1; r < 4; r++) {
+        const int T = r < 0 ? 32 : batches[r];
+        struct G(context) * ctx = new_ctx(32);
+        tensor_t * ids = G(new_tensor_1d)(ctx, C(TYPE_I32), T);
+        G(set_name)(ids, "ids");
+        G(set_input)(ids);
+        tensor_t * eids = G(new_tensor_2d)(ctx, C(TYPE_I32), NU, T);
+        G(set_name)(eids, "eids");
+        G(set_input)(eids);
+        tensor_t * x = G(get_rows)(ctx, tok, ids); G(set_name)(x, "x");
+        tensor_t * x3 = G(reshape_3d)(ctx, x, E, 1, T); G(set_name)(x3, "x3");
+        tensor_t * moe = G(mul_mat_id)(ctx, exps, x3, eids); G(set_name)(moe, "moe");
+        tensor_t * out = G(add)(ctx, moe, bx); G(set_name)(out, "out");
+        G(set_output)(out);
+        struct G(cgraph) * g = G(new_graph)(ctx);
+        G(build_forward_expand)(g, out);
+        if (r < 0) {
+            tr("-- sched_reserve (T=%d)", T);
+            CHECK(GB(sched_reserve)(s, g));
+            G(free)(ctx);
+            continue;
+        }
+        int32_t * idv = malloc(T * sizeof(int32_t)), * eidv = malloc(NU * T * sizeof(int32_t));
+        for (int i = 0; i < T; i++) idv[i] = (i * 3 + r * 7 + 1) % V;
+        for (int i = 0; i < NU * T; i++) eidv[i] = sets[r][(i * 5 + r) % n_sets[r]];
+        printf("== case d round %d (T=%d)\n", r, T);
+        float * got = calloc(E * NU * T, sizeof(float)), * want = malloc(E * NU * T * sizeof(float));
+        tr("-- sched_reset + alloc_graph");
+        GB(sched_reset)(s);
+        CHECK(GB(sched_alloc_graph)(s, g));
+        print_assignment(s, g);
+        tr("-- set inputs");
+        GB(tensor_set)(ids, idv, 0, G(nbytes)(ids));
+        GB(tensor_set)(eids, eidv, 0, G(nbytes)(eids));
+        tr("-- graph_compute_async");
+        CHECK(GB(sched_graph_compute_async)(s, g) == C(STATUS_SUCCESS));
+        tr("-- tensor_get_async (output)");
+        GB(t) ob = GB(sched_get_tensor_backend)(s, out);
+        CHECK(ob != NULL);
+        if (ob) GB(tensor_get_async)(ob, out, got, 0, G(nbytes)(out));
+        tr("-- sched_synchronize");
+        GB(sched_synchronize)(s);
+
+        float tokv[E * V], ev[E * E * NX], bv[E];
+        get_all(tok, tokv); get_all(exps, ev); get_all(bx, bv);
+        for (int t = 0; t < T; t++)
+            for (int u = 0; u < NU; u++) {
+                const float * w = ev + eidv[t * NU + u] * E * E;
+                const float * xv = tokv + idv[t] * E;
+                for (int m = 0; m < E; m++) {
+                    float acc = 0;
+                    for (int k = 0; k < E; k++) acc += w[m * E + k] * xv[k];
+                    want[(t * NU + u) * E + m] = acc + bv[m];
+                }
+            }
+        print_out(got, want, E * NU * T);
+        free(got); free(want); free(idv); free(eidv);
+        G(free)(ctx);
+    }
+    tr("-- sched_free");
+    GB(sched_free)(s);
+    tr("-- weights free");
+    GB(buffer_free)(buf_gpu);
+    GB(buffer_free)(buf_cpu);
+    G(free)(ctx_gpu);
+    G(free)(ctx_cpu);
+}
+
 int main(int argc, char ** argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     fake_setup();
@@ -571,10 +668,11 @@ int main(int argc, char ** argv) {
     cpu->iface.synchronize = cpu_sync;
     for (int i = 0; i < N_DEV; i++) fake[i] = fake_backend(i);
 
-    const char * only = argc > 1 ? argv[1] : "abc";
+    const char * only = argc > 1 ? argv[1] : "abcd";
     if (strchr(only, 'a')) case_ab('a');
     if (strchr(only, 'b')) case_ab('b');
     if (strchr(only, 'c')) case_c();
+    if (strchr(only, 'd')) case_d();
 
     for (int i = 0; i < N_DEV; i++) GB(free)(fake[i]);
     GB(free)(cpu);
