@@ -14,7 +14,8 @@
  *
  * Cases: (a) weights on FAKE0, (b) a weight in a CPU buffer: offloaded to FAKE0 at a batch of 32,
  * left on the CPU at 8, (c) two FAKE devices and parallel = true (pipeline copies, events), (d) MoE
- * experts in a CPU buffer, their MUL_MAT_ID offloaded (2026: only the used experts copied);
+ * experts in a CPU buffer, their MUL_MAT_ID offloaded (2026: only the used experts copied), (e) as
+ * (a) with an eval callback that observes two nodes;
  * each over a few rounds with changing inputs, as llama.cpp runs its graphs (reset, alloc_graph,
  * set inputs, compute_async, get_tensor_async of the output, synchronize).
  */
@@ -380,10 +381,24 @@ static void print_out(const float * got, const float * want, int n) {
     CHECK(bad == 0);
 }
 
-/* (a) weights on FAKE0; (b) wo in a CPU buffer: the last MUL_MAT offloaded at T = 32, not at 8 */
+/* the eval callback of case e (llama.cpp's cb_eval, as imatrix / eval-callback use it): observes
+ * "qk" and "out", reading them with tensor_get, and lets the compute go on */
+static bool eval_cb(tensor_t * t, bool ask, void * ud) {
+    (void) ud;
+    const bool want = strcmp(t->name, "qk") == 0 || strcmp(t->name, "out") == 0;
+    if (ask) return want;
+    float v[4];
+    GB(tensor_get)(t, v, 0, sizeof(v));
+    tr("  eval_cb observes %s (%s): %.1f %.1f %.1f %.1f", t->name, buf_name(t->buffer), v[0], v[1], v[2], v[3]);
+    return true;
+}
+
+/* (a) weights on FAKE0; (b) wo in a CPU buffer: the last MUL_MAT offloaded at T = 32, not at 8;
+ * (e) as (a) with an eval callback */
 static void case_ab(char which) {
     const bool wo_on_cpu = which == 'b';
     printf("==== case %c: %s\n", which, wo_on_cpu ? "a weight in a CPU buffer, batches of 32 (offload) and 8"
+                                   : which == 'e' ? "weights on the GPU, an eval callback observing two nodes"
                                                 : "weights on the GPU");
     struct weights w = {0};
     w.ctx_gpu[0] = new_ctx(8);
@@ -407,6 +422,7 @@ static void case_ab(char which) {
     GB(buffer_type_t) bufts[2] = { &fdevs[0].buft, &host_buft };
     GB(sched_t) s = TEST_SCHED_NEW(GB(sched_new), backends, bufts, 2, 128, false, true);
     CHECK(s != NULL);
+    if (which == 'e') GB(sched_set_eval_callback)(s, eval_cb, NULL);
 
     const int batches[] = { 32, 8, 32 };
     for (int r = -1; r < 3; r++) {
@@ -668,11 +684,12 @@ int main(int argc, char ** argv) {
     cpu->iface.synchronize = cpu_sync;
     for (int i = 0; i < N_DEV; i++) fake[i] = fake_backend(i);
 
-    const char * only = argc > 1 ? argv[1] : "abcd";
+    const char * only = argc > 1 ? argv[1] : "abcde";
     if (strchr(only, 'a')) case_ab('a');
     if (strchr(only, 'b')) case_ab('b');
     if (strchr(only, 'c')) case_c();
     if (strchr(only, 'd')) case_d();
+    if (strchr(only, 'e')) case_ab('e');
 
     for (int i = 0; i < N_DEV; i++) GB(free)(fake[i]);
     GB(free)(cpu);

@@ -99,7 +99,7 @@ macro_rules! facts_v0_20_0 {
 ///
 /// Not facts of the layer's ABI: the capacity-growth messages went from WARN to DEBUG (ours logs
 /// none), `sched_alloc_graph` returns false when the reserve fails (ours always did), the
-/// MUL_MAT_ID expert copy skips an empty ids tensor (ours copies whole inputs), and `load_best`
+/// MUL_MAT_ID expert copy skips an empty ids tensor (ours does in every 2026 revision), and `load_best`
 /// skips an unreadable directory / current path (ours always did).
 macro_rules! facts_b11118 {
     () => {
