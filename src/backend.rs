@@ -29,6 +29,10 @@ pub fn tensor_set_async<R: Rev>(b: &Backend<R>, t: &Tensor<R>, data: *const c_vo
     check_allocated(t, offset, size, "write")?;
     ensure!(!data.is_null() || size == 0, "source data is NULL");
     if !b.set_tensor_async(t as *const _ as *mut _, data, offset, size) {
+        // 2026: the work queued on the backend ends first, as stock
+        if R::ASYNC_IO_FALLBACK_SYNCS {
+            b.synchronize();
+        }
         tensor_set(t, data, offset, size)?;
     }
     Ok(())
@@ -38,6 +42,9 @@ pub fn tensor_get_async<R: Rev>(b: &Backend<R>, t: &Tensor<R>, data: *mut c_void
     check_allocated(t, offset, size, "read")?;
     ensure!(!data.is_null() || size == 0, "destination data is NULL");
     if !b.get_tensor_async(t, data, offset, size) {
+        if R::ASYNC_IO_FALLBACK_SYNCS {
+            b.synchronize();
+        }
         tensor_get(t, data, offset, size)?;
     }
     Ok(())

@@ -281,7 +281,7 @@ pub fn tensor_memset<R: Rev>(t: &Tensor<R>, value: u8, offset: usize, size: usiz
     buf.memset_tensor(t as *const _ as *mut _, value, offset, size)
 }
 
-fn is_host_buffer<R: Rev>(b: *mut Buffer<R>) -> bool {
+pub(crate) fn is_host_buffer<R: Rev>(b: *mut Buffer<R>) -> bool {
     obj(b).and_then(|b| b.buft().ok()).is_some_and(|t| t.is_host())
 }
 

@@ -26,6 +26,7 @@ impl Rev for Lm {
         norm: 22,
         rms_norm: 23,
         mul_mat: 26,
+        mul_mat_id: 27,
         scale: 29,
         cpy: 31,
         cont: 32,

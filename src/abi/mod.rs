@@ -83,6 +83,7 @@ pub struct OpIds {
     pub norm: i32,
     pub rms_norm: i32,
     pub mul_mat: i32,
+    pub mul_mat_id: i32,
     pub scale: i32,
     pub cpy: i32,
     pub cont: i32,
@@ -163,6 +164,16 @@ pub trait Rev: 'static + Sized + Send + Sync {
     /// waits for the previous backend (its event, or a synchronize): b11118 (the allocator may
     /// reuse memory across splits).
     const SCHED_WAIT_PREV_BACKEND: bool = false;
+    /// `sched_reserve` synchronizes the backends before it splits the graph (so before any
+    /// backend's `graph_optimize`), 2026 on; before, after the split.
+    const SCHED_RESERVE_SYNCS_FIRST: bool = false;
+    /// `tensor_set_async` / `tensor_get_async` on a backend without the async slot synchronize
+    /// that backend before the synchronous transfer (2026 on; before, the transfer alone).
+    const ASYNC_IO_FALLBACK_SYNCS: bool = false;
+    /// `compute_splits` copies a host-resident MoE weight (the first node of the split is a
+    /// MUL_MAT_ID reading its copy) only for the experts the ids use, with `tensor_set_async`
+    /// (2026 on; before, the whole tensor as any input).
+    const SCHED_COPY_USED_EXPERTS: bool = false;
     /// With pipeline copies (`n_copies > 1`), which inputs get their copies and a place among the
     /// allocator's first leafs: every leaf flagged INPUT, used or not, in leaf order, after the
     /// splits (0.25.3's pass 6: a batch without embeddings no longer changes the graph); before,

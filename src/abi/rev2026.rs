@@ -46,6 +46,7 @@ const OPS_2026: OpIds = OpIds {
     norm: 24,
     rms_norm: 25,
     mul_mat: 29,
+    mul_mat_id: 30,
     scale: 32,
     cpy: 34,
     cont: 35,
@@ -98,7 +99,7 @@ macro_rules! facts_v0_20_0 {
 ///
 /// Not facts of the layer's ABI: the capacity-growth messages went from WARN to DEBUG (ours logs
 /// none), `sched_alloc_graph` returns false when the reserve fails (ours always did), the
-/// MUL_MAT_ID expert copy skips an empty ids tensor (ours copies whole inputs), and `load_best`
+/// MUL_MAT_ID expert copy skips an empty ids tensor (ours does in every 2026 revision), and `load_best`
 /// skips an unreadable directory / current path (ours always did).
 macro_rules! facts_b11118 {
     () => {
@@ -145,6 +146,9 @@ macro_rules! rev_2026 {
             const SCHED_PASS1_SKIPS_VIEWS: bool = false;
             const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
             const SCHED_SYNC_RESETS_COPY: bool = true;
+            const SCHED_RESERVE_SYNCS_FIRST: bool = true;
+            const ASYNC_IO_FALLBACK_SYNCS: bool = true;
+            const SCHED_COPY_USED_EXPERTS: bool = true;
             const DEV_TYPE_ACCEL: super::DevType = 3;
             const GRAPH_COPY_KEEPS_FLAGS: bool = true;
             const ALLOC_HONOURS_MAX_SIZE: bool = true;

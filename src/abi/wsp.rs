@@ -26,6 +26,7 @@ impl Rev for Wsp {
         norm: 22,
         rms_norm: 23,
         mul_mat: 27,
+        mul_mat_id: 28,
         scale: 30,
         cpy: 32,
         cont: 33,

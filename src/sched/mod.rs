@@ -353,11 +353,17 @@ impl<R: Rev> Sched<R> {
     }
 
     pub fn reserve(&mut self, g: &mut CGraph<R>) -> Result<()> {
+        // 2026: the backends are idle before the split (and their graph_optimize), as stock
+        if R::SCHED_RESERVE_SYNCS_FIRST {
+            self.synchronize();
+        }
         self.is_alloc = false;
         self.stash_valid = false;
         self.check_size(g)?;
         self.split_graph(g)?;
-        self.synchronize();
+        if !R::SCHED_RESERVE_SYNCS_FIRST {
+            self.synchronize();
+        }
         let reserved = self.galloc_reserve();
         // a reserved graph is only measured, never computed: it stays the caller's
         self.undo_redirects();
