@@ -21,12 +21,24 @@ set(GGML_RS_FAST_MATH_FLAGS "-ffast-math;-fno-finite-math-only" CACHE STRING
 # _ggml_rs_core_variant(<base core> <new core> <flags>): the base core's sources and settings,
 # compiled with <flags> added
 function(_ggml_rs_core_variant base variant flags)
-  get_target_property(srcs ${base} SOURCES)
+  # a core archived from an object library shared by the link modes (tests_c/hosts.cmake) takes
+  # its sources and compile settings from that object library, its usage requirements from itself
+  get_target_property(objs ${base} GGML_RS_OBJECTS)
+  set(compiled ${base})
+  if(objs)
+    set(compiled ${objs})
+  endif()
+  get_target_property(srcs ${compiled} SOURCES)
   add_library(${variant} STATIC EXCLUDE_FROM_ALL ${srcs})
-  foreach(prop COMPILE_OPTIONS COMPILE_DEFINITIONS INCLUDE_DIRECTORIES INTERFACE_COMPILE_DEFINITIONS
-               INTERFACE_INCLUDE_DIRECTORIES INTERFACE_LINK_LIBRARIES POSITION_INDEPENDENT_CODE
-               CXX_STANDARD CXX_STANDARD_REQUIRED CXX_EXTENSIONS GGML_RS_HOST GGML_RS_PREFIX
-               GGML_RS_MODE GGML_RS_INCLUDE_DIRS)
+  foreach(prop COMPILE_OPTIONS COMPILE_DEFINITIONS INCLUDE_DIRECTORIES POSITION_INDEPENDENT_CODE
+               CXX_STANDARD CXX_STANDARD_REQUIRED CXX_EXTENSIONS)
+    get_target_property(v ${compiled} ${prop})
+    if(v)
+      set_target_properties(${variant} PROPERTIES ${prop} "${v}")
+    endif()
+  endforeach()
+  foreach(prop INTERFACE_COMPILE_DEFINITIONS INTERFACE_INCLUDE_DIRECTORIES INTERFACE_LINK_LIBRARIES
+               GGML_RS_HOST GGML_RS_PREFIX GGML_RS_MODE GGML_RS_INCLUDE_DIRS)
     get_target_property(v ${base} ${prop})
     if(v)
       set_target_properties(${variant} PROPERTIES ${prop} "${v}")
