@@ -182,10 +182,12 @@ build_static_pair() {
     step "ours static: configure + build" eval \
       'configure "$R" OFF ON OFF "${VK_ARGS[@]}" -DGGML_RS_LLAMA_LIB="$S/llama.cpp/src/libllama.a" && build "$R" "${targets[@]}"'
 }
+# (stock's static link of ggml 0.25.3 keeps no global ggml_backend_vk_reg: ggml-vulkan's other
+# functions show it is linked in)
+has_vulkan_code() { [[ "$(nm "$1" | grep -c ' [tT] .*ggml_vk_')" -gt 0 ]]; }
 linked_static() {
   has_sym "$BIN_R/gen-upstream" ggml_backend_simd_reg && has_sym "$BIN_R/gen-upstream" ggml_backend_sched_reserve_size &&
-    has_sym "$BIN_R/gen-upstream" ggml_backend_vk_reg &&
-    ! has_sym "$BIN_S/gen-upstream" ggml_backend_simd_reg && has_sym "$BIN_S/gen-upstream" ggml_backend_vk_reg
+    has_vulkan_code "$BIN_R/gen-upstream" && ! has_sym "$BIN_S/gen-upstream" ggml_backend_simd_reg && has_vulkan_code "$BIN_S/gen-upstream"
 }
 
 # --- 4. generation on Vulkan0 ------------------------------------------------------------------
@@ -196,6 +198,9 @@ gen() { # side out [args...]
   run "$side" 600 gen-upstream -m "$MODEL" -n "$NGEN" -t 2 "$@" >"$out" 2>"$out.err"
 }
 same() { grep -q 'logits digest' "$1" && cmp -s "$1" "$2"; }
+# the same tokens and logits, the device list aside (GGML_RS_SIMD=1 lists SIMD as a device of ours)
+same_steps() { grep -q 'logits digest' "$1" && cmp -s <(grep -v '^device' "$1") <(grep -v '^device' "$2"); }
+SAME=same
 has_vulkan() { grep -q '^device .*: Vulkan0' "$1"; }
 runs() { echo "$OUT/runs/$PAIR-$1"; } # name -> the runs' path prefix
 gen_case() { # name args...: stock and ours with the same arguments, then the checks
@@ -205,7 +210,7 @@ gen_case() { # name args...: stock and ours with the same arguments, then the ch
   gen stock "$p-stock.txt" "$@" || echo "vulkan: stock $name exited $?"
   gen rs "$p-rs.txt" "$@" || echo "vulkan: ours $name exited $?"
   times+=("$(printf '%-40s %4d s' "$PAIR gen $name (stock + ours)" $((SECONDS - t0)))")
-  check "$PAIR gen $name: ours bit-identical to stock (tokens + logits)" same "$p-stock.txt" "$p-rs.txt"
+  check "$PAIR gen $name: ours bit-identical to stock (tokens + logits)" "$SAME" "$p-stock.txt" "$p-rs.txt"
   grep -E '^text:|digest' "$p-rs.txt" | sed 's/^/vulkan:   /' || true
 }
 
@@ -247,6 +252,18 @@ nodriver() { # name env...: stock and ours generate on the CPU, bit-identical
     [[ $rcs == 0 && $rcr == 0 ]] && ! grep -q Vulkan '$p-rs.txt' && cmp -s '$p-stock.txt' '$p-rs.txt'"
 }
 
+# every decision of the scheduler (GGML_SCHED_DEBUG=2: splits, their inputs, each node's backend,
+# use count and compute flag), -ngl 10 with the long prompt: ours prints what stock prints
+sched_print() { # side out
+  (RUN_ENV=(GGML_SCHED_DEBUG=2 GEN_VERBOSE=1); run "$1" 300 gen-upstream -m "$MODEL" -p "$LONG_PROMPT" -n 2 -t 2 -ngl 10 2>&1) |
+    grep -E '^## SPLIT|^node #' >"$2" || true
+}
+same_decisions() {
+  sched_print stock "$(runs sched-stock.txt)"
+  sched_print rs "$(runs sched-rs.txt)"
+  [[ -s "$(runs sched-rs.txt)" ]] && cmp -s "$(runs sched-stock.txt)" "$(runs sched-rs.txt)"
+}
+
 # --- the cases ------------------------------------------------------------------------------------
 # what CI runs (on the shared pair), and the whole stage's first cases
 bounded_cases() {
@@ -257,6 +274,7 @@ bounded_cases() {
   gen_case ngl99-fa-off -p "$PROMPT" -ngl 99 -fa off
   gen_case ngl10-fa-on -p "$PROMPT" -ngl 10 -fa on
   backend_ops_cases ${GGML_RS_VK_OPS_BOUNDED:-ADD RMS_NORM}
+  check "$PAIR scheduler decisions (GGML_SCHED_DEBUG=2, -ngl 10, long prompt): ours' printout = stock's" same_decisions
   nodriver icd-nowhere-dev0 VK_ICD_FILENAMES=/nonexistent GGML_VK_VISIBLE_DEVICES=0
 }
 
@@ -283,10 +301,11 @@ full_cases() {
   gen_case long-ngl0 -p "$LONG_PROMPT" -ngl 0 -n 8
   gen_case long-ngl99-b40 -p "$LONG_PROMPT" -ngl 99 -n 8 -b 40
   # the CPU-side layers on our SIMD backend (GGML_RS_SIMD=1; stock ignores it)
-  RUN_ENV=(GGML_RS_SIMD=1)
+  RUN_ENV=(GGML_RS_SIMD=1) SAME=same_steps
   gen_case simd-ngl10 -p "$PROMPT" -ngl 10
   gen_case simd-long-ngl10 -p "$LONG_PROMPT" -ngl 10 -n 8
-  RUN_ENV=()
+  gen_case simd-long-ngl0 -p "$LONG_PROMPT" -ngl 0 -n 8
+  RUN_ENV=() SAME=same
   # Vulkan and RPC in one scheduler: each side's client with its own rpc-server (the server's CPU),
   # the layers split between RPC0 and Vulkan0
   local port=$((50000 + RANDOM % 10000)) p
@@ -310,19 +329,6 @@ full_cases() {
   check "offload: stock runs Vulkan0 splits at -ngl 0 with a long prompt" offloaded stock "$(runs offload-stock.n)"
   check "offload: ours runs Vulkan0 splits at -ngl 0 with a long prompt" offloaded rs "$(runs offload-rs.n)"
   check "offload: ours as many Vulkan0 splits as stock" cmp -s "$(runs offload-stock.n)" "$(runs offload-rs.n)"
-  # every decision of the scheduler (GGML_SCHED_DEBUG=2: splits, their inputs, each node's backend),
-  # -ngl 10 with the long prompt, printed where stock prints it (before graph_optimize). Printout
-  # differences only, normalized away: stock's `use=,c=` counters and op_desc (SWIGLU) vs op_name (GLU).
-  sched_print() { # side out
-    (RUN_ENV=(GGML_SCHED_DEBUG=2 GEN_VERBOSE=1); run "$1" 300 gen-upstream -m "$MODEL" -p "$LONG_PROMPT" -n 2 -t 2 -ngl 10 2>&1) |
-      grep -E '^## SPLIT|^node #' | sed -E 's/ use=[0-9]+,c=[0-9]+//; s/\(    SWIGLU\)/(       GLU)/' >"$2" || true
-  }
-  same_decisions() {
-    sched_print stock "$(runs sched-stock.txt)"
-    sched_print rs "$(runs sched-rs.txt)"
-    [[ -s "$(runs sched-rs.txt)" ]] && cmp -s "$(runs sched-stock.txt)" "$(runs sched-rs.txt)"
-  }
-  check "scheduler decisions (GGML_SCHED_DEBUG=2, -ngl 10, long prompt): ours = stock, in stock's order" same_decisions
   read -r -a ops <<<"${GGML_RS_VK_OPS:-MUL_MAT GET_ROWS SOFT_MAX}"
   backend_ops_cases "${ops[@]}"
   nodriver icd-nowhere VK_ICD_FILENAMES=/nonexistent GGML_VK_VISIBLE_DEVICES=

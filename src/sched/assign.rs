@@ -1,5 +1,13 @@
 //! Passes 1-4: which backend runs each node. Lower backend index = higher priority; the last
 //! backend is the CPU fallback.
+//!
+//! With the SIMD backend standing beside ggml-cpu (`GGML_RS_SIMD=1`, an ACCEL device ahead of the
+//! CPU) the passes treat the two as one CPU group, where stock's passes see the CPU alone: a
+//! node goes to the group wherever stock would put it on the CPU, and within the group to SIMD
+//! when SIMD takes it. Seen as a backend of its own, SIMD would change more than who computes:
+//! the GPU expansions stop at the CPU but not at an ACCEL device, a weight on the CPU is offered
+//! to a GPU's `offload_op` only when it is the CPU's, and a node SIMD declines among SIMD nodes
+//! stays unassigned and goes to the first backend that supports it (a GPU) in pass 3.
 
 use super::Sched;
 use crate::abi::vtable::obj;
@@ -11,6 +19,34 @@ use crate::bail;
 impl<R: Rev> Sched<R> {
     fn last(&self) -> i32 {
         self.backends.len() as i32 - 1
+    }
+
+    /// Is backend `id` the CPU, or the SIMD backend standing beside it?
+    fn in_cpu_group(&self, id: i32) -> bool {
+        id == self.last() || (id != -1 && self.simd_beside_cpu == Some(id))
+    }
+
+    /// Assigns `node` to backend `b` if it runs it; for the CPU group, to SIMD if SIMD takes it,
+    /// else to the CPU. Whether it was assigned.
+    fn set_if_supported(&mut self, node: *mut Tensor<R>, b: i32) -> bool {
+        if self.in_cpu_group(b) {
+            if let Some(simd) = self.simd_beside_cpu {
+                if self.supports_op(simd as usize, node) {
+                    self.ids.set_backend(node, simd);
+                    return true;
+                }
+            }
+            if self.supports_op(self.last() as usize, node) {
+                self.ids.set_backend(node, self.last());
+                return true;
+            }
+            return false;
+        }
+        if self.supports_op(b as usize, node) {
+            self.ids.set_backend(node, b);
+            return true;
+        }
+        false
     }
 
     /// The highest-priority backend that supports `tensor`'s buffer type and can run `op`.
@@ -93,8 +129,8 @@ impl<R: Rev> Sched<R> {
                 } else {
                     true
                 };
-                if src_id == self.last() && may_offload {
-                    for b in 0..src_id as usize {
+                if self.in_cpu_group(src_id) && may_offload {
+                    for b in (0..self.last() as usize).filter(|&b| Some(b as i32) != self.simd_beside_cpu) {
                         if self.supports_op(b, t) && self.offload_op(b, t) {
                             return Ok(b as i32);
                         }
@@ -136,9 +172,9 @@ impl<R: Rev> Sched<R> {
             }
             let id = self.ids.backend(node);
             if id != -1 {
-                cur = if skip_cpu && id == self.last() { -1 } else { id };
-            } else if cur != -1 && self.supports_op(cur as usize, node) {
-                self.ids.set_backend(node, cur);
+                cur = if skip_cpu && self.in_cpu_group(id) { -1 } else { id };
+            } else if cur != -1 {
+                self.set_if_supported(node, cur);
             }
         }
     }

@@ -165,6 +165,11 @@ pub struct Sched<R: Rev> {
     /// b11118: tensors backends asked (in `graph_optimize`) to keep allocated until a later node
     alloc_deps: AllocDeps<R>,
     pub(crate) op_offload: bool,
+    /// The index of the SIMD backend standing beside ggml-cpu (`GGML_RS_SIMD=1`: an ACCEL device
+    /// ahead of the last, CPU backend), if this scheduler has one. The assignment passes treat
+    /// the two as one CPU group, so that SIMD changes which of them computes a node and nothing
+    /// else (assign.rs).
+    pub(crate) simd_beside_cpu: Option<i32>,
     pub(crate) debug: i32,
     /// [backend][copy]; NULL where the device has no events
     pub(crate) events: Vec<[*mut Event<R>; MAX_COPIES]>,
@@ -206,6 +211,21 @@ pub struct Sched<R: Rev> {
     input_scratch: Vec<u8>,
     /// `input_stash` belongs to the current allocation
     stash_valid: bool,
+}
+
+/// Where the SIMD backend stands among `backends` when it is not the last one (the last is the
+/// CPU fallback, which stock requires).
+fn simd_beside_cpu<R: Rev>(backends: &[*mut Backend<R>]) -> Option<i32> {
+    #[cfg(feature = "simd")]
+    {
+        let last = backends.len().checked_sub(1)?;
+        backends[..last].iter().position(|&b| obj(b).is_some_and(crate::simd::device::is_simd)).map(|i| i as i32)
+    }
+    #[cfg(not(feature = "simd"))]
+    {
+        let _ = backends;
+        None
+    }
 }
 
 fn debug_level<R: Rev>() -> i32 {
@@ -272,6 +292,7 @@ impl<R: Rev> Sched<R> {
             redirects: Vec::new(),
             alloc_deps: AllocDeps::default(),
             op_offload,
+            simd_beside_cpu: simd_beside_cpu(backends),
             debug: debug_level::<R>(),
             events,
             graph_size,
