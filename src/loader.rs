@@ -20,6 +20,7 @@ fn score_of<R: Rev>(h: &DlHandle) -> Option<i32> {
 }
 
 /// Loads one backend library; errors are logged unless `silent`.
+#[inline(never)]
 pub fn load<R: Rev>(path: &Path, silent: bool) -> Result<*mut Reg<R>> {
     let shown = path.display();
     let Some(h) = DlHandle::open(path) else {
@@ -76,6 +77,8 @@ fn executable_dir() -> Option<PathBuf> {
 }
 
 /// Picks the best-scoring `libggml-<name>-*.so` in the search paths, else `libggml-<name>.so`.
+/// (Out of line: `load_all` calls it once per name, and phones rarely load backends.)
+#[inline(never)]
 fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mut Reg<R>> {
     let search: Vec<PathBuf> = match dir {
         Some(d) => vec![d.to_path_buf()],

@@ -179,7 +179,15 @@ impl<R: Rev> Registry<R> {
     /// of view, so say how to keep it.
     #[inline]
     fn settle(&self) {
-        if self.warning_owed.load(Ordering::Relaxed) && self.warning_owed.swap(false, Ordering::AcqRel) {
+        if self.warning_owed.load(Ordering::Relaxed) {
+            self.warn_no_cpu();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn warn_no_cpu(&self) {
+        if self.warning_owed.swap(false, Ordering::AcqRel) {
             crate::log_at!(R, Warn, "ggml_backend_registry",
                 "this program links no {p}ggml_backend_cpu_reg, so ggml-cpu is not registered{simd}. If the host \
                  compiles ggml-cpu into a static archive, build the host with ggml-backend-rs's ggml-backend.h and \
@@ -238,10 +246,7 @@ impl<R: Rev> Registry<R> {
             retired
         };
         if retired {
-            let opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
-            crate::log_at!(R, Info, "ggml_backend_register",
-                "backend {} brings a CPU device: the SIMD backend, which stood in for a missing ggml-cpu, steps aside{}",
-                who, if opt_in { " (GGML_RS_SIMD=1 computes beside ggml-cpu only when ggml-cpu is linked into the program, not loaded as a module)" } else { "" });
+            stood_aside::<R>(&who);
         }
         Ok(())
     }
@@ -352,6 +357,16 @@ impl<R: Rev> Registry<R> {
         }
         Ok(std::ptr::null_mut())
     }
+}
+
+/// The SIMD stand-in left the lists for `who`'s CPU device: one info line.
+#[cold]
+#[inline(never)]
+fn stood_aside<R: Rev>(who: &str) {
+    let opt_in = std::env::var("GGML_RS_SIMD").is_ok_and(|v| v.trim() == "1");
+    crate::log_at!(R, Info, "ggml_backend_register",
+        "backend {} brings a CPU device: the SIMD backend, which stood in for a missing ggml-cpu, steps aside{}",
+        who, if opt_in { " (GGML_RS_SIMD=1 computes beside ggml-cpu only when ggml-cpu is linked into the program, not loaded as a module)" } else { "" });
 }
 
 /// lm compares names with `strcmp`; wsp ignores ASCII case.
