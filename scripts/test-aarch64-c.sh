@@ -12,9 +12,13 @@
 #   2026  cui-llama.rn 1.12.2 / whisper.rn 0.7.4 (cargo features lm-2026,wsp-2026 into
 #         target/rev2026, -DGGML_RS_REV2026=ON) in $BUILD_DIR-rev2026, the same flags: every case
 #         bit for bit, the 2026 ops' cases included (SET_ROWS, GLU, FLASH_ATTN_EXT on NEON;
-#         repacked weights declined, as meant off AVX2 x86), the suite's expected declined count,
+#         repacked Q4_0 in ggml's q4_0_4x4 layout, the other repacked types declined), the suite's
+#         expected declined count,
 #         and the start-up check's contract line "exact ... all bit-identical".
 #         GGML_RS_AARCH64_REV2026=0 skips it, GGML_RS_AARCH64_REV2026_WSP=0 its whisper.rn half.
+#   i8mm  the 2026 lm_ suite's repacked cases (SIMD_OPS_ONLY=repack) with the host core built for
+#         the exact flags plus i8mm (ggml's q4_0_4x8 layout) in $BUILD_DIR-rev2026-i8mm, bit for
+#         bit. GGML_RS_AARCH64_I8MM=0 skips it (default: as the 2026 part).
 #   package flags  the 2026 lm_ suite with cui-llama.rn 1.12.2's fastest arm64 flags
 #         (PACKAGE_FLAGS below, from its Android CMakeLists.txt: clang's fast floating-point
 #         model, i8mm) in $BUILD_DIR-rev2026-pkg: our header must report a fast-math host and the
@@ -107,6 +111,23 @@ if [[ "${GGML_RS_AARCH64_REV2026:-1}" != 0 ]]; then
       || { echo "test-aarch64-c: 2026 $p: not the exact contract with every kind bit-identical" >&2; exit 1; }
   done
   elapsed "2026 suites"
+fi
+
+## the i8mm layout: ggml-cpu built with the exact flags plus i8mm repacks Q4_0 as q4_0_4x8 (the
+## 2026 part's build makes q4_0_4x4); the repacked products alone (its plain Q4_0 / Q4_1 / Q8_0
+## kinds multiply two rows at a time, which the exact contract leaves to ggml-cpu), bit for bit
+if [[ "${GGML_RS_AARCH64_I8MM:-${GGML_RS_AARCH64_REV2026:-1}}" != 0 ]]; then
+  bash scripts/fetch-hosts.sh cui wsp7 >/dev/null
+  I8MM_FLAGS="$EXACT_FLAGS+i8mm"
+  ( build_2026 "$BUILD_DIR-rev2026-i8mm" "$I8MM_FLAGS" simd_ops_lm_static )
+  elapsed "i8mm build"
+  log="$BUILD_DIR-rev2026-i8mm/simd_ops_lm_static.repack.log"
+  echo "== 2026 simd_ops_lm_static (host core: $I8MM_FLAGS; SIMD_OPS_ONLY=repack, bit for bit)"
+  run_suite "$BUILD_DIR-rev2026-i8mm/tests_c/simd_ops_lm_static" "$log" SIMD_OPS_ONLY=repack \
+    || { cat "$log" "$log.err"; echo "test-aarch64-c: i8mm: the repacked cases failed" >&2; exit 1; }
+  grep -q '^repacked q4_0 .*, 0 of [0-9]* outputs differ$' "$log" \
+    || { echo "test-aarch64-c: i8mm: no repacked q4_0 case computed by SIMD" >&2; exit 1; }
+  elapsed "i8mm suite"
 fi
 
 ## cui-llama.rn 1.12.2's own arm64 flags (fast math): the contract and its kinds

@@ -192,6 +192,44 @@ pub fn cpu_repacks_q4k_x8<R: Rev>() -> bool {
 }
 
 #[cfg(feature = "simd")]
+/// `int <p>ggml_cpu_has_<x>(void)` of revision `R`'s ggml-cpu (answered from its compiler
+/// flags), `None` when the host did not link it.
+fn cpu_has<R: Rev>(name: &str) -> Option<i32> {
+    host::<R>().core_fn(name).map(|p| {
+        // SAFETY: the weak symbol is ggml-cpu's `int <p>ggml_cpu_has_<x>(void)`.
+        let f: unsafe extern "C" fn() -> i32 = unsafe { std::mem::transmute::<*mut c_void, _>(p) };
+        // SAFETY: a plain getter without arguments.
+        unsafe { f() }
+    })
+}
+
+#[cfg(feature = "simd")]
+/// The layout revision `R`'s ggml-cpu repacks Q4_0 weights (rows a multiple of 4) into on
+/// aarch64, when the SIMD backend reproduces it: `ggml_repack_get_optimal_repack_type` asks, in
+/// this order, SVE with i8mm on 256-bit vectors (`q4_0_8x8`: declined, so any SVE build is),
+/// NEON with i8mm (`q4_0_4x8`), NEON with dotprod (`q4_0_4x4`), each from ggml-cpu's compiler
+/// flags. Both NEON layouts' kernels need dotprod (`ggml_gemv_q4_0_4x8_q8_0` falls back to the
+/// generic C, another float order, without it), so an i8mm build without dotprod is declined
+/// too. `None` off aarch64, without such a build, or when a getter is missing.
+pub fn arm_q4_0_layout<R: Rev>() -> Option<ggml_rs_kernels::op::Repack> {
+    use ggml_rs_kernels::op::Repack;
+    static FOUND: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+    *FOUND.get::<R, _>(|| {
+        if !cfg!(target_arch = "aarch64")
+            || cpu_has::<R>("ggml_cpu_has_neon") != Some(1)
+            || cpu_has::<R>("ggml_cpu_has_dotprod") != Some(1)
+            || cpu_has::<R>("ggml_cpu_has_sve") != Some(0)
+        {
+            return None;
+        }
+        match cpu_has::<R>("ggml_cpu_has_matmul_int8")? {
+            0 => Some(Repack::Q4_0_4x4),
+            _ => Some(Repack::Q4_0_4x8),
+        }
+    })
+}
+
+#[cfg(feature = "simd")]
 /// What the SIMD backend reads of ggml-cpu's `struct ggml_type_traits_cpu` for one type.
 #[derive(Clone, Copy)]
 pub struct TraitsCpu {
