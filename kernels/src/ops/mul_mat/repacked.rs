@@ -128,7 +128,9 @@ pub fn supports(n: &Node) -> bool {
         Some(Repack::Q4Kx8) if n.q8k.is_some() => (type_id::Q4_K, QK_K, 144),
         Some(Repack::Q4_0x8) => (type_id::Q4_0, b32::QK, b32::BLOCK_BYTES),
         Some(Repack::IQ4NLx8) => (type_id::IQ4_NL, b32::QK, b32::BLOCK_BYTES),
-        Some(Repack::Q4_0_4x4 | Repack::Q4_0_4x8) => return arm_supports(n),
+        Some(Repack::Q4_0_4x4 | Repack::Q4_0_4x8) => return arm_supports(n, type_id::Q4_0, b32::BLOCK_BYTES),
+        Some(Repack::IQ4NLx4) => return arm_supports(n, type_id::IQ4_NL, b32::BLOCK_BYTES),
+        Some(Repack::Q8_0_4x4 | Repack::Q8_0_4x8) => return arm_supports(n, type_id::Q8_0, 34),
         _ => return false,
     };
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
@@ -156,23 +158,24 @@ pub fn supports(n: &Node) -> bool {
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], 1]
 }
 
-/// [`supports`] for the ARM layouts ([`Repack::Q4_0_4x4`], [`Repack::Q4_0_4x8`]): groups of
-/// four weight rows, on an aarch64 CPU with `sdot`, in builds with the kernels' `arm-repack`
-/// feature (the library's 2026 revisions: the default phone build drops the kernel).
-fn arm_supports(n: &Node) -> bool {
+/// [`supports`] for the ARM layouts (Q4_0's, IQ4_NL's and Q8_0's `4x4` / `4x8`) of weights of
+/// type `ty` (plain blocks of `block_bytes`): groups of four weight rows, on an aarch64 CPU with
+/// `sdot`, in builds with the kernels' `arm-repack` feature (the library's 2026 revisions: the
+/// default phone build drops the kernel).
+fn arm_supports(n: &Node, ty: i32, block_bytes: usize) -> bool {
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     cfg!(all(target_arch = "aarch64", feature = "arm-repack"))
         && simd_level() == SimdLevel::Neon
         && crate::cpu_features::has_dotprod()
-        && a.ty == type_id::Q4_0
+        && a.ty == ty
         && a.ne[0] > 0
         && a.ne[0].is_multiple_of(b32::QK)
         && a.ne[1] > 0
         && a.ne[1].is_multiple_of(4)
         && a.ne[2] == 1
         && a.ne[3] == 1
-        && a.nb[0] == b32::BLOCK_BYTES
-        && a.nb[1] == b32::BLOCK_BYTES * (a.ne[0] / b32::QK)
+        && a.nb[0] == block_bytes
+        && a.nb[1] == block_bytes * (a.ne[0] / b32::QK)
         && b.ty == F32
         && b.nb[0] == 4
         && b.nb[1].is_multiple_of(4)
@@ -193,9 +196,15 @@ pub fn compute(s: &Session, n: &Node) -> bool {
         Some(Repack::Q4_0x8) => b32::compute(s, n, &b32::Q4_0_VALUES),
         Some(Repack::IQ4NLx8) => b32::compute(s, n, &crate::quant::iq4_nl::KVALUES),
         #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
-        Some(Repack::Q4_0_4x4) => arm::compute(s, n, arm::Interleave::Four),
+        Some(Repack::Q4_0_4x4) => arm::compute(s, n, arm::Quants::Q4_0, arm::Interleave::Four),
         #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
-        Some(Repack::Q4_0_4x8) => arm::compute(s, n, arm::Interleave::Eight),
+        Some(Repack::Q4_0_4x8) => arm::compute(s, n, arm::Quants::Q4_0, arm::Interleave::Eight),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::IQ4NLx4) => arm::compute(s, n, arm::Quants::IQ4NL, arm::Interleave::Four),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q8_0_4x4) => arm::compute(s, n, arm::Quants::Q8_0, arm::Interleave::Four),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q8_0_4x8) => arm::compute(s, n, arm::Quants::Q8_0, arm::Interleave::Eight),
         _ => false,
     }
 }
