@@ -8,13 +8,18 @@
 # toolchain cannot be installed it says SKIPPED and exits 0, unless GGML_RS_AARCH64_REQUIRED=1.
 # Three parts, each in its own build dir, each printing its wall time ("test-aarch64-c: <part>: N s"):
 #   2024  llama.rn 0.4.4 / whisper.rn 0.4.3 (simd_ops_{lm,wsp}_static) in $BUILD_DIR: every case
-#         bit for bit, then once on the portable kernels (the suite's tolerances)
+#         bit for bit, then once on the portable kernels (the suite's tolerances).
+#         GGML_RS_AARCH64_2024=0 skips it.
 #   2026  cui-llama.rn 1.12.2 / whisper.rn 0.7.4 (cargo features lm-2026,wsp-2026 into
 #         target/rev2026, -DGGML_RS_REV2026=ON) in $BUILD_DIR-rev2026, the same flags: every case
 #         bit for bit, the 2026 ops' cases included (SET_ROWS, GLU, FLASH_ATTN_EXT on NEON;
-#         repacked weights declined, as meant off AVX2 x86), the suite's expected declined count,
+#         repacked Q4_0, IQ4_NL, Q8_0 in ggml's 4x4 layouts, Q4_K declined), the suite's
+#         expected declined count,
 #         and the start-up check's contract line "exact ... all bit-identical".
 #         GGML_RS_AARCH64_REV2026=0 skips it, GGML_RS_AARCH64_REV2026_WSP=0 its whisper.rn half.
+#   i8mm  the 2026 lm_ suite's repacked cases (SIMD_OPS_ONLY=repack) with the host core built for
+#         the exact flags plus i8mm (ggml's q4_0_4x8, q8_0_4x8 layouts) in $BUILD_DIR-rev2026-i8mm, bit for
+#         bit. GGML_RS_AARCH64_I8MM=0 skips it (default: as the 2026 part).
 #   package flags  the 2026 lm_ suite with cui-llama.rn 1.12.2's fastest arm64 flags
 #         (PACKAGE_FLAGS below, from its Android CMakeLists.txt: clang's fast floating-point
 #         model, i8mm) in $BUILD_DIR-rev2026-pkg: our header must report a fast-math host and the
@@ -59,20 +64,23 @@ run_suite() {
   [[ "${SHOW_DECLINED:-1}" != 0 ]] || show='FAILED'
   env "$@" qemu-aarch64 -L /usr/aarch64-linux-gnu "$exe" >"$log" 2>"$log.err" || rc=$?
   grep -E "$show" "$log" | grep -v '^simd_ops ' || true
-  grep -v '^SIMD: ' "$log.err" || true
+  # (ggml-cpu's own "repack: repack tensor ..." lines for the repacked cases left out)
+  grep -v -e '^SIMD: ' -e '^repack: ' "$log.err" || true
   tail -n1 "$log"
   return $rc
 }
 
 ## 2024: llama.rn 0.4.4 / whisper.rn 0.4.3
-bash scripts/fetch-hosts.sh lm wsp >/dev/null
-aarch64_build "$BUILD_DIR" OFF simd_ops_lm_static simd_ops_wsp_static
-for p in lm wsp; do
-    echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
-    qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
-    GGML_RS_SIMD_PORTABLE=1 GGML_RS_SIMD_EXACT=0 qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
-done
-elapsed "2024 suites"
+if [[ "${GGML_RS_AARCH64_2024:-1}" != 0 ]]; then
+  bash scripts/fetch-hosts.sh lm wsp >/dev/null
+  aarch64_build "$BUILD_DIR" OFF simd_ops_lm_static simd_ops_wsp_static
+  for p in lm wsp; do
+      echo "== simd_ops_${p}_static (host core: $HOST_FLAGS)"
+      qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static"
+      GGML_RS_SIMD_PORTABLE=1 GGML_RS_SIMD_EXACT=0 qemu "$BUILD_DIR/tests_c/simd_ops_${p}_static" | tail -n1
+  done
+  elapsed "2024 suites"
+fi
 
 ## 2026: cui-llama.rn 1.12.2 / whisper.rn 0.7.4
 # build_2026 <build dir> <host flags> <targets...>: the 2026 library (target/rev2026) and the
@@ -107,6 +115,25 @@ if [[ "${GGML_RS_AARCH64_REV2026:-1}" != 0 ]]; then
       || { echo "test-aarch64-c: 2026 $p: not the exact contract with every kind bit-identical" >&2; exit 1; }
   done
   elapsed "2026 suites"
+fi
+
+## the i8mm layouts: ggml-cpu built with the exact flags plus i8mm repacks Q4_0 / Q8_0 as
+## q4_0_4x8 / q8_0_4x8 (the 2026 part's build makes the 4x4 ones); the repacked products alone (its plain Q4_0 / Q4_1 / Q8_0
+## kinds multiply two rows at a time, which the exact contract leaves to ggml-cpu), bit for bit
+if [[ "${GGML_RS_AARCH64_I8MM:-${GGML_RS_AARCH64_REV2026:-1}}" != 0 ]]; then
+  bash scripts/fetch-hosts.sh cui wsp7 >/dev/null
+  I8MM_FLAGS="$EXACT_FLAGS+i8mm"
+  ( build_2026 "$BUILD_DIR-rev2026-i8mm" "$I8MM_FLAGS" simd_ops_lm_static )
+  elapsed "i8mm build"
+  log="$BUILD_DIR-rev2026-i8mm/simd_ops_lm_static.repack.log"
+  echo "== 2026 simd_ops_lm_static (host core: $I8MM_FLAGS; SIMD_OPS_ONLY=repack, bit for bit)"
+  run_suite "$BUILD_DIR-rev2026-i8mm/tests_c/simd_ops_lm_static" "$log" SIMD_OPS_ONLY=repack \
+    || { cat "$log" "$log.err"; echo "test-aarch64-c: i8mm: the repacked cases failed" >&2; exit 1; }
+  for t in q4_0 q8_0; do
+    grep -q "^repacked $t .*, 0 of [0-9]* outputs differ\$" "$log" \
+      || { echo "test-aarch64-c: i8mm: no repacked $t case computed by SIMD" >&2; exit 1; }
+  done
+  elapsed "i8mm suite"
 fi
 
 ## cui-llama.rn 1.12.2's own arm64 flags (fast math): the contract and its kinds

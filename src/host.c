@@ -53,6 +53,10 @@ extern long write(int fd, const void * buf, size_t n);
     X(P##ggml_get_type_traits_cpu)            \
     X(P##ggml_cpu_has_avx2)                   \
     X(P##ggml_cpu_has_avx512)                 \
+    X(P##ggml_cpu_has_neon)                   \
+    X(P##ggml_cpu_has_dotprod)                \
+    X(P##ggml_cpu_has_matmul_int8)            \
+    X(P##ggml_cpu_has_sve)                    \
     X(P##ggml_backend_buffer_is_meta)         \
     X(P##ggml_backend_meta_buffer_set_usage)  \
     PROBE_SYMBOLS(P, X)

@@ -192,6 +192,48 @@ pub fn cpu_repacks_q4k_x8<R: Rev>() -> bool {
 }
 
 #[cfg(feature = "simd")]
+/// `int <p>ggml_cpu_has_<x>(void)` of revision `R`'s ggml-cpu (answered from its compiler
+/// flags), `None` when the host did not link it.
+fn cpu_has<R: Rev>(name: &str) -> Option<i32> {
+    host::<R>().core_fn(name).map(|p| {
+        // SAFETY: the weak symbol is ggml-cpu's `int <p>ggml_cpu_has_<x>(void)`.
+        let f: unsafe extern "C" fn() -> i32 = unsafe { std::mem::transmute::<*mut c_void, _>(p) };
+        // SAFETY: a plain getter without arguments.
+        unsafe { f() }
+    })
+}
+
+#[cfg(feature = "simd")]
+/// The layout revision `R`'s ggml-cpu repacks weights of type `ty` (ggml's type id; rows a
+/// multiple of 4) into on aarch64, when the SIMD backend reproduces it. From ggml-cpu's compiler
+/// flags, as `ggml_repack_get_optimal_repack_type` asks them: Q4_0 `q4_0_4x8` with NEON and i8mm,
+/// else `q4_0_4x4` with dotprod; IQ4_NL `iq4_nl_4x4` with dotprod; Q8_0 `q8_0_4x8` with i8mm,
+/// else `q8_0_4x4` with dotprod. Declined: SVE builds (Q4_0 takes `q4_0_8x8` first with i8mm on
+/// 256-bit vectors, Q8_0's 4x8 gemm an SVE path), builds without dotprod (every NEON gemv of
+/// these layouts falls back to the generic C, another float order), other types. `None` off
+/// aarch64 or when a getter is missing.
+pub fn arm_repack_layout<R: Rev>(ty: i32) -> Option<ggml_rs_kernels::op::Repack> {
+    use ggml_rs_kernels::op::Repack;
+    use ggml_rs_kernels::quant::type_id;
+    /// (dotprod and NEON and no SVE, i8mm), asked once
+    static FLAGS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
+    let flags: Option<bool> = *FLAGS.get::<R, _>(|| {
+        let ok = cfg!(target_arch = "aarch64")
+            && cpu_has::<R>("ggml_cpu_has_neon") == Some(1)
+            && cpu_has::<R>("ggml_cpu_has_dotprod") == Some(1)
+            && cpu_has::<R>("ggml_cpu_has_sve") == Some(0);
+        if ok { cpu_has::<R>("ggml_cpu_has_matmul_int8").map(|i| i != 0) } else { None }
+    });
+    let i8mm = flags?;
+    match ty {
+        type_id::Q4_0 => Some(if i8mm { Repack::Q4_0_4x8 } else { Repack::Q4_0_4x4 }),
+        type_id::IQ4_NL => Some(Repack::IQ4NLx4),
+        type_id::Q8_0 => Some(if i8mm { Repack::Q8_0_4x8 } else { Repack::Q8_0_4x4 }),
+        _ => None,
+    }
+}
+
+#[cfg(feature = "simd")]
 /// What the SIMD backend reads of ggml-cpu's `struct ggml_type_traits_cpu` for one type.
 #[derive(Clone, Copy)]
 pub struct TraitsCpu {

@@ -197,11 +197,27 @@ int main(void) {
     set_cpu(cpu, 2);
     set_simd(simd, 2);
 
+    char name[128];
+#if defined(TEST_REV2026)
+    /* SIMD_OPS_ONLY=repack: the repacked products alone (scripts/test-aarch64-c.sh's i8mm part,
+       whose host build keeps the plain products' kinds on ggml-cpu in the exact contract) */
+    if (getenv("SIMD_OPS_ONLY") && strcmp(getenv("SIMD_OPS_ONLY"), "repack") == 0) {
+        cases_repack(name, sizeof name);
+        if (n_declined != expected_declined_extra) {
+            fprintf(stderr, "simd_ops: %d cases declined by SIMD, expected %d\n", n_declined, expected_declined_extra);
+            n_failed++;
+        }
+        GB(free)(simd);
+        GB(free)(cpu);
+        printf("simd_ops %s (%s, repacked only): %d cases, %d nodes compared, %d declined, %d failed\n", PREFIX, GGML_RS_TEST_MODE,
+               n_cases, n_nodes_checked, n_declined, n_failed);
+        return n_failed ? 1 : 0;
+    }
+#endif
     enum G(type) wtypes[] = { C(TYPE_F32), C(TYPE_F16), C(TYPE_Q4_0), C(TYPE_Q4_1), C(TYPE_Q8_0), C(TYPE_Q5_0), C(TYPE_Q5_1) };
     const char * wnames[] = { "f32", "f16", "q4_0", "q4_1", "q8_0", "q5_0", "q5_1" };
     const int n_wtypes = (int) (sizeof wtypes / sizeof wtypes[0]);
     int64_t shapes[][3] = { {64, 7, 1}, {576, 33, 1}, {576, 33, 17}, {256, 16, 3}, {1536, 40, 64} };
-    char name[128];
 
     for (int w = 0; w < n_wtypes; w++) {
         for (int s = 0; s < 5; s++) {

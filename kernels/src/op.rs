@@ -115,6 +115,22 @@ pub enum Repack {
     /// `src[0]` of a MUL_MAT is IQ4_NL as ggml-cpu repacks it on such a host (`block_iq4_nlx8`:
     /// Q4_0's interleave without the xor, computed by `ggml_gemv/gemm_iq4_nl_8x8_q8_0`).
     IQ4NLx8,
+    /// `src[0]` of a MUL_MAT is Q4_0 as ggml-cpu repacks it on aarch64 with the dot product
+    /// extension and without i8mm (`block_q4_0x4`: 4 rows interleaved 4 bytes at a time, nibbles
+    /// xor 0x88, computed by `ggml_gemv/gemm_q4_0_4x4_q8_0`).
+    Q4_0_4x4,
+    /// `src[0]` of a MUL_MAT is Q4_0 as ggml-cpu repacks it on aarch64 with i8mm (and dotprod):
+    /// `block_q4_0x4` interleaved 8 bytes at a time (`ggml_gemv/gemm_q4_0_4x8_q8_0`).
+    Q4_0_4x8,
+    /// `src[0]` of a MUL_MAT is IQ4_NL as ggml-cpu repacks it on aarch64 with dotprod
+    /// (`block_iq4_nlx4`: Q4_0's 4x4 interleave without the xor, `ggml_gemv/gemm_iq4_nl_4x4_q8_0`).
+    IQ4NLx4,
+    /// `src[0]` of a MUL_MAT is Q8_0 as ggml-cpu repacks it on aarch64 with dotprod and without
+    /// i8mm (`block_q8_0x4`: 4 rows interleaved 4 bytes at a time, `ggml_gemv/gemm_q8_0_4x4_q8_0`).
+    Q8_0_4x4,
+    /// `src[0]` of a MUL_MAT is Q8_0 as ggml-cpu repacks it on aarch64 with i8mm (and dotprod):
+    /// interleaved 8 bytes at a time (`ggml_gemv/gemm_q8_0_4x8_q8_0`).
+    Q8_0_4x8,
     /// A source in a layout the kernels do not read: the node is declined.
     Other,
 }

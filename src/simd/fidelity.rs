@@ -154,14 +154,19 @@ struct Verdicts {
     checked: Vec<Kind>,
     /// kinds left to ggml-cpu
     differ: Vec<Kind>,
+    /// those of them left only because an i8mm ggml-cpu multiplies two rows at a time (its
+    /// `vec_dot` with `nrc == 2`): ggml's repacked products of the same types have kernels of
+    /// their own, which SIMD reproduces (`ops::mul_mat::repacked`)
+    two_rows: Vec<Kind>,
 }
 
 impl Verdicts {
-    fn declines(&self, k: &Kind) -> bool {
+    /// `repacked`: the node's weights are in one of ggml-cpu's repacked layouts that SIMD reads.
+    fn declines(&self, k: &Kind, repacked: bool) -> bool {
         if self.exact_on_fast_host && matches!(k.op, Op::MulMat | Op::FlashAttnExt) {
             return true;
         }
-        let differs = |k: &Kind| self.differ.contains(k);
+        let differs = |k: &Kind| self.differ.contains(k) && !(repacked && self.two_rows.contains(k));
         if differs(k) {
             return true;
         }
@@ -185,7 +190,8 @@ static VERDICTS: crate::per_rev::PerRev = crate::per_rev::PerRev::new();
 /// Whether SIMD leaves node `t` (read as `n`) to ggml-cpu because this host's ggml-cpu computes
 /// its kind otherwise than the contract allows. Runs the check on first use.
 pub fn declines<R: Rev>(t: &Tensor<R>, n: &Node) -> bool {
-    *ASKED != Asked::Off && VERDICTS.get::<R, _>(check::<R>).declines(&Kind::of(t, n))
+    let repacked = n.repack.is_some_and(|r| r != super::op::Repack::Other);
+    *ASKED != Asked::Off && VERDICTS.get::<R, _>(check::<R>).declines(&Kind::of(t, n), repacked)
 }
 
 /// The contract in force for revision `R`'s host (runs the check on first use).
@@ -228,6 +234,9 @@ fn check<R: Rev>() -> Verdicts {
             Outcome::Identical => {}
             Outcome::Differ(e) if v.contract == Contract::Bounded && e <= bound(kind.op) => within.push(format!("{}{} {}", kind.name(), why, nmse_text(e))),
             Outcome::Differ(e) => {
+                if two_rows && e.is_nan() {
+                    v.two_rows.push(kind);
+                }
                 v.differ.push(kind);
                 let e = if v.contract == Contract::Bounded { format!(" {} > {}", nmse_text(e), sci(bound(kind.op))) } else { String::new() };
                 declined.push(format!("{}{}{}", kind.name(), why, e));
@@ -594,28 +603,35 @@ mod tests {
         let q5 = kind(Op::MulMat, [6, F32, F32], false);
         let q4 = kind(Op::MulMat, [2, F32, F32], false);
         let v = Verdicts { checked: vec![q5, q4], differ: vec![q5], ..Verdicts::default() };
-        assert!(v.declines(&q5));
-        assert!(!v.declines(&q4));
-        assert!(v.declines(&kind(Op::MulMat, [6, F16, F32], false)), "unchecked types of an op that differed");
-        assert!(!v.declines(&kind(Op::Add, [F32, F32, F32], false)));
+        assert!(v.declines(&q5, false));
+        assert!(!v.declines(&q4, false));
+        assert!(v.declines(&kind(Op::MulMat, [6, F16, F32], false), false), "unchecked types of an op that differed");
+        assert!(!v.declines(&kind(Op::Add, [F32, F32, F32], false), false));
 
         let fused = kind(Op::Mul, [F32, F32, F32], true);
         let rms = kind(Op::RmsNorm, [F32, -1, F32], false);
         let mul = kind(Op::Mul, [F32, F32, F32], false);
         let v = Verdicts { checked: vec![fused, rms, mul], differ: vec![fused], ..Verdicts::default() };
-        assert!(v.declines(&fused) && v.declines(&rms));
-        assert!(!v.declines(&mul), "a MUL of other sources is not the fused pair");
-        assert!(!Verdicts::default().declines(&q5));
+        assert!(v.declines(&fused, false) && v.declines(&rms, false));
+        assert!(!v.declines(&mul, false), "a MUL of other sources is not the fused pair");
+        assert!(!Verdicts::default().declines(&q5, false));
 
         // GEGLU reads GELU's table: declined with a GELU that differed, even when its own probe matched
         let gelu = kind(Op::Gelu, [F32, -1, F32], false);
         let glu = |mode| Kind { op: Op::Glu, types: [F32, F32, F32], mode, after_rms_norm: false };
         let (geglu, swiglu) = (glu(crate::simd::ops::glu::GEGLU), glu(crate::simd::ops::glu::SWIGLU));
         let v = Verdicts { checked: vec![gelu, geglu, swiglu], differ: vec![gelu], ..Verdicts::default() };
-        assert!(v.declines(&geglu));
-        assert!(!v.declines(&swiglu), "SWIGLU does not read the GELU table");
+        assert!(v.declines(&geglu, false));
+        assert!(!v.declines(&swiglu, false), "SWIGLU does not read the GELU table");
         let v = Verdicts { checked: vec![gelu, geglu, swiglu], differ: vec![], ..Verdicts::default() };
-        assert!(!v.declines(&geglu));
+        assert!(!v.declines(&geglu, false));
+
+        // an i8mm host's Q4_0 vec_dot (two rows at a time) keeps the plain products on ggml-cpu,
+        // not the repacked ones (ggml's repack kernels); a repacked kind that differed otherwise
+        // stays declined
+        let v = Verdicts { checked: vec![q4, q5], differ: vec![q4, q5], two_rows: vec![q4], ..Verdicts::default() };
+        assert!(v.declines(&q4, false) && !v.declines(&q4, true));
+        assert!(v.declines(&q5, true));
     }
 
     /// The edge block has an amax past every other value and, for each rewrite of the quantizer's
@@ -648,7 +664,7 @@ mod tests {
         assert!(line.starts_with("SIMD: contract: within ggml's error bounds"), "{line}");
         assert!(line.contains("42 bit-identical, 1 within bounds: MulMat(q4_1,f32->f32)"), "{line}");
         let v = Verdicts { exact_on_fast_host: true, ..Verdicts::default() };
-        assert!(v.declines(&kind(Op::MulMat, [3, F32, F32], false)) && !v.declines(&kind(Op::Add, [F32, F32, F32], false)));
+        assert!(v.declines(&kind(Op::MulMat, [3, F32, F32], false), false) && !v.declines(&kind(Op::Add, [F32, F32, F32], false), false));
         let line = summary(Contract::Exact, &plain, 43, &[], &[]);
         assert!(line.contains("contract: bit-identical to ggml-cpu (host compiled without fast math)"), "{line}");
         assert!(line.contains("43 kinds of node computed on small graphs by SIMD and by this host's ggml-cpu: all bit-identical"), "{line}");

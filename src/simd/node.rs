@@ -89,7 +89,9 @@ fn foreign_buffer<R: Rev>(s: &Tensor<R>) -> Option<bool> {
 /// ggml-cpu an AVX2 build without AVX-512), by their type: [`Repack::Q4Kx8`] (Q4_K,
 /// `block_q4_Kx8`), [`Repack::Q4_0x8`] (Q4_0, `block_q4_0x8`), [`Repack::IQ4NLx8`] (IQ4_NL,
 /// `block_iq4_nlx8`): `ggml_repack_get_optimal_repack_type` picks these three on x86 on the same
-/// condition, `ggml_cpu_has_avx2()`. [`Repack::Other`] for every other node reading such a source
+/// condition, `ggml_cpu_has_avx2()`. On aarch64, Q4_0, IQ4_NL and Q8_0 in their `4x4` / `4x8`
+/// layouts ([`Repack::Q4_0_4x4`], ...), as that function picks from the host's NEON flags
+/// (`host::arm_repack_layout`). [`Repack::Other`] for every other node reading such a source
 /// (declined: GET_ROWS of a repacked table, say, which ggml-cpu's repack buffer does not support
 /// either).
 fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
@@ -115,7 +117,18 @@ fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
         _ => Repack::Other,
     };
     // the x86 AVX2 layouts above, read only where ggml-cpu makes them
-    Some(if layout != Repack::Other && crate::host::cpu_repacks_q4k_x8::<R>() { layout } else { Repack::Other })
+    if layout != Repack::Other && crate::host::cpu_repacks_q4k_x8::<R>() {
+        return Some(layout);
+    }
+    // on aarch64, Q4_0, IQ4_NL and Q8_0 in the NEON layout this host's ggml-cpu picks (4x4 /
+    // 4x8), only in the builds that serve a 2026 revision (the only ones whose hosts repack: the
+    // default phone build drops the kernel)
+    if super::SERVES_2026 {
+        if let Some(arm) = w.and_then(|w| crate::host::arm_repack_layout::<R>(w.type_)) {
+            return Some(arm);
+        }
+    }
+    Some(Repack::Other)
 }
 
 #[cfg(test)]

@@ -29,8 +29,9 @@
 //!   mode does too). Built with `-ffp-contract=off` ggml would round the product separately;
 //!   flip the constant to match such a build.
 //! - Not covered: the i8mm builds' `nrc == 2` path (`vmmlaq_s32`, one accumulator, used when
-//!   ggml multiplies two rows at once), SVE builds, and ggml's aarch64 weight repacking
-//!   (Q4_0_4x4/4x8/8x8). Against those the results are only close.
+//!   ggml multiplies two rows at once), SVE builds. Against those the results are only close.
+//!   (ggml's aarch64 weight repacking has kernels of its own: Q4_0's 4x4 / 4x8 layouts in
+//!   `ops::mul_mat::repacked::arm`.)
 //!
 //! F16/F32 products follow `ggml_vec_dot_f16` / `ggml_vec_dot_f32`. Without FP16 vector
 //! arithmetic ([`float_tile`]; F32 always): four 4-lane FMA accumulators over 16-element steps,

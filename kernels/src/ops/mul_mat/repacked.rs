@@ -34,6 +34,8 @@ use crate::view::F32;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+mod arm;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 mod b32;
@@ -126,6 +128,9 @@ pub fn supports(n: &Node) -> bool {
         Some(Repack::Q4Kx8) if n.q8k.is_some() => (type_id::Q4_K, QK_K, 144),
         Some(Repack::Q4_0x8) => (type_id::Q4_0, b32::QK, b32::BLOCK_BYTES),
         Some(Repack::IQ4NLx8) => (type_id::IQ4_NL, b32::QK, b32::BLOCK_BYTES),
+        Some(Repack::Q4_0_4x4 | Repack::Q4_0_4x8) => return arm_supports(n, type_id::Q4_0, b32::BLOCK_BYTES),
+        Some(Repack::IQ4NLx4) => return arm_supports(n, type_id::IQ4_NL, b32::BLOCK_BYTES),
+        Some(Repack::Q8_0_4x4 | Repack::Q8_0_4x8) => return arm_supports(n, type_id::Q8_0, 34),
         _ => return false,
     };
     let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
@@ -153,12 +158,53 @@ pub fn supports(n: &Node) -> bool {
         && d.ne == [a.ne[1], b.ne[1], b.ne[2], 1]
 }
 
+/// [`supports`] for the ARM layouts (Q4_0's, IQ4_NL's and Q8_0's `4x4` / `4x8`) of weights of
+/// type `ty` (plain blocks of `block_bytes`): groups of four weight rows, on an aarch64 CPU with
+/// `sdot`, in builds with the kernels' `arm-repack` feature (the library's 2026 revisions: the
+/// default phone build drops the kernel).
+fn arm_supports(n: &Node, ty: i32, block_bytes: usize) -> bool {
+    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
+    cfg!(all(target_arch = "aarch64", feature = "arm-repack"))
+        && simd_level() == SimdLevel::Neon
+        && crate::cpu_features::has_dotprod()
+        && a.ty == ty
+        && a.ne[0] > 0
+        && a.ne[0].is_multiple_of(b32::QK)
+        && a.ne[1] > 0
+        && a.ne[1].is_multiple_of(4)
+        && a.ne[2] == 1
+        && a.ne[3] == 1
+        && a.nb[0] == block_bytes
+        && a.nb[1] == block_bytes * (a.ne[0] / b32::QK)
+        && b.ty == F32
+        && b.nb[0] == 4
+        && b.nb[1].is_multiple_of(4)
+        && b.nb[2].is_multiple_of(4)
+        && b.ne[0] == a.ne[0]
+        && b.ne[3] == 1
+        && d.ty == F32
+        && d.nb[0] == 4
+        && d.nb[1].is_multiple_of(4)
+        && d.nb[2].is_multiple_of(4)
+        && d.ne == [a.ne[1], b.ne[1], b.ne[2], 1]
+}
+
 /// `dst = src0 . src1` for a node [`supports`] accepted. `false` when a worker panicked.
 pub fn compute(s: &Session, n: &Node) -> bool {
     match n.repack {
         Some(Repack::Q4Kx8) => compute_q4k(s, n),
         Some(Repack::Q4_0x8) => b32::compute(s, n, &b32::Q4_0_VALUES),
         Some(Repack::IQ4NLx8) => b32::compute(s, n, &crate::quant::iq4_nl::KVALUES),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q4_0_4x4) => arm::compute(s, n, arm::Quants::Q4_0, arm::Interleave::Four),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q4_0_4x8) => arm::compute(s, n, arm::Quants::Q4_0, arm::Interleave::Eight),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::IQ4NLx4) => arm::compute(s, n, arm::Quants::IQ4NL, arm::Interleave::Four),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q8_0_4x4) => arm::compute(s, n, arm::Quants::Q8_0, arm::Interleave::Four),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(Repack::Q8_0_4x8) => arm::compute(s, n, arm::Quants::Q8_0, arm::Interleave::Eight),
         _ => false,
     }
 }
@@ -175,14 +221,15 @@ fn quantize_rows<A: Send>(s: &Session, b: &crate::view::Raw, acts: &mut [A], nb:
     })
 }
 
-/// The groups of eight weight rows (each `group_bytes` long) against every activation row, in
-/// chunks of whole groups per plane handed out to the threads: `row(p, j)` is what the kernel
-/// takes of plane `p`'s row `j`, `group(w, tile, out)` computes `out[r][c]` (weight row `c` of
-/// the group) for up to [`TILE`] rows. `false` when a worker panicked.
-fn for_groups<T: Sync>(s: &Session, n: &Node, group_bytes: usize, row: impl Fn(usize, usize) -> T + Sync, group: impl Fn(&[u8], &[T], &mut [[f32; 8]]) + Sync) -> bool {
+/// The groups of `G` weight rows (8 on x86, 4 in the ARM layouts; each `group_bytes` long)
+/// against every activation row, in chunks of whole groups per plane handed out to the threads:
+/// `row(p, j)` is what the kernel takes of plane `p`'s row `j`, `group(w, tile, out)` computes
+/// `out[r][c]` (weight row `c` of the group) for up to [`TILE`] rows. `false` when a worker
+/// panicked.
+fn for_groups<T: Sync, const G: usize>(s: &Session, n: &Node, group_bytes: usize, row: impl Fn(usize, usize) -> T + Sync, group: impl Fn(&[u8], &[T], &mut [[f32; G]]) + Sync) -> bool {
     let (d, a, b) = (n.dst, n.src(0), n.src(1));
     let (k, m, rows, planes) = (a.ne[0], a.ne[1], b.ne[1], b.ne[2]);
-    let groups = m / 8;
+    let groups = m / G;
     let nth = s.n_threads();
     // chunks of whole groups, at least four per thread (ggml-cpu hands out chunks the same way)
     let per_chunk = groups.div_ceil(4 * nth).max(1);
@@ -195,14 +242,14 @@ fn for_groups<T: Sync>(s: &Session, n: &Node, group_bytes: usize, row: impl Fn(u
         }
         let (p, g0) = (c / chunks, (c % chunks) * per_chunk);
         let g1 = (g0 + per_chunk).min(groups);
-        let mut out = [[0f32; 8]; TILE];
+        let mut out = [[0f32; G]; TILE];
         for t0 in (0..rows).step_by(TILE) {
             let t1 = (t0 + TILE).min(rows);
             let tile: Vec<T> = (t0..t1).map(|j| row(p, j)).collect();
             for g in g0..g1 {
                 group(a.bytes_at(g * group_bytes, group_bytes), &tile, &mut out);
                 for (j, o) in (t0..t1).zip(&out) {
-                    d.f32_at_mut(d.offset(8 * g, j, p, 0), 8).copy_from_slice(o);
+                    d.f32_at_mut(d.offset(G * g, j, p, 0), G).copy_from_slice(o);
                 }
             }
         }

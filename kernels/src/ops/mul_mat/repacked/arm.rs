@@ -1,0 +1,185 @@
+//! ggml-cpu's repacked 32-value formats on aarch64: Q4_0 ([`Repack::Q4_0_4x4`],
+//! [`Repack::Q4_0_4x8`]), IQ4_NL ([`Repack::IQ4NLx4`]) and Q8_0 ([`Repack::Q8_0_4x4`],
+//! [`Repack::Q8_0_4x8`]): the layouts `ggml_repack_get_optimal_repack_type` picks for weights with
+//! rows a multiple of 4 on a NEON build with i8mm (`*_4x8`) or with dotprod (`*_4x4`; IQ4_NL has
+//! only this one); a build with SVE takes SVE paths first in places (Q4_0's `8x8` with i8mm on
+//! 256-bit vectors, Q8_0's 4x8 gemm), so the library declines SVE builds.
+//!
+//! `block_q4_0x4` / `block_iq4_nlx4` (72 bytes): the four rows' half scales, then their 16 quant
+//! bytes each interleaved 4 bytes (`4x4`: bytes `16t..16t + 16` hold bytes `4t..4t + 4` of rows
+//! 0..4) or 8 bytes at a time (`4x8`: bytes `0..8` of rows 0, 1, 2, 3, then bytes `8..16` of
+//! each); `make_block_q4_0x4` xors Q4_0's nibbles with 8, so a stored nibble `s` stands for `s`
+//! below 8 and `s - 16` above, IQ4_NL keeps its table indices (a byte's low nibble is element `j`,
+//! its high nibble element `j + 16`). `block_q8_0x4` (136 bytes): the scales, then the 32 quants
+//! of each row interleaved the same way.
+//!
+//! ggml-cpu's `forward_mul_mat` quantizes each plane's rows in groups of four with the NEON
+//! `ggml_quantize_mat_q8_0_4x4` / `_4x8` and the others with the NEON `quantize_row_q8_0`: per
+//! row and block the same `vmaxq` tree of magnitudes, `d = amax / 127`, `id = 1 / d`,
+//! `vcvtnq(x * id)`, i.e. the same Q8_0 blocks ([`q8_0::quantize_row_at`] on the NEON level).
+//! Then its gemms and gemvs (Q4_0: inline assembly, `sdot` by element for 4x4 and `smmla` for
+//! 4x8, the gemv `sdot`, all on the nibbles shifted into the bytes' high half, then `scvtf #4`;
+//! IQ4_NL: `vqtbl1q` of the table, `sdot` by element; Q8_0: `sdot` / `smmla` on the bytes) form
+//! each block's exact integer dot product and take one float step per block and output:
+//! `acc = fma(I, d_w * d_a, acc)` (one rounded product of the two scales; `vfmaq_f32`, `fmla`,
+//! or `vmlaq_f32`, which clang contracts to `fmla`). So every row has the same steps whichever path
+//! ggml gives it, and every layout the same arithmetic: this module computes it with the lanes
+//! across the four weight rows, as ggml's gemv.
+
+use super::b32::{BLOCK_BYTES, QK};
+use super::{for_groups, quantize_rows, TILE};
+use crate::cpu_features::SimdLevel;
+use crate::op::Node;
+use crate::pool::Session;
+use crate::quant::f16::fp16_to_fp32;
+use crate::quant::f16::neon::widen4;
+use crate::quant::q8_0::{self, BlockQ8_0};
+use std::arch::aarch64::*;
+
+/// Bytes of one `block_q4_0x4` / `block_iq4_nlx4`: four blocks.
+pub(super) const X4_BYTES: usize = 4 * BLOCK_BYTES;
+/// Bytes of one plain `block_q8_0`.
+pub(super) const Q8_0_BYTES: usize = 34;
+
+/// What a group's quant bytes are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Quants {
+    /// Q4_0's nibbles, xor 8
+    Q4_0,
+    /// IQ4_NL's table indices
+    IQ4NL,
+    /// Q8_0's bytes
+    Q8_0,
+}
+
+impl Quants {
+    /// Bytes of one interleaved block of four rows.
+    pub(super) fn x4_bytes(self) -> usize {
+        match self {
+            Quants::Q4_0 | Quants::IQ4NL => X4_BYTES,
+            Quants::Q8_0 => 4 * Q8_0_BYTES,
+        }
+    }
+}
+
+/// How `make_block_q4_0x4` interleaved the four rows' quant bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Interleave {
+    /// `q4_0_4x4`: 4 bytes at a time
+    Four,
+    /// `q4_0_4x8`: 8 bytes at a time
+    Eight,
+}
+
+/// `dst = src0 . src1` for a node of one of the layouts. `false` when a worker panicked.
+pub(super) fn compute(s: &Session, n: &Node, q: Quants, il: Interleave) -> bool {
+    let (a, b) = (n.src(0), n.src(1));
+    let (k, rows, planes) = (a.ne[0], b.ne[1], b.ne[2]);
+    let nb = k / QK;
+    if rows == 0 || planes == 0 {
+        return true;
+    }
+    // every row by ggml's NEON Q8_0 rule (the 4x4 / 4x8 quantizers and quantize_row_q8_0 agree)
+    let mut acts = vec![BlockQ8_0::default(); planes * rows * nb];
+    if !quantize_rows(s, &b, &mut acts, nb, |x, _j, out| q8_0::quantize_row_at(SimdLevel::Neon, x, out)) {
+        return false;
+    }
+    let acts = &acts;
+    for_groups(s, n, nb * q.x4_bytes(), |p, j| &acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], |w, tile, out| {
+        // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
+        unsafe { group(w, q, il, tile, out) }
+    })
+}
+
+/// `r + sum over t of sdot(w[t], a0.4b[t]) + sdot(w[4 + t], a1.4b[t])`: lane `c` gains the dot
+/// products of row `c`'s bytes in `w[t]` with the activation bytes `4t..4t + 4` of `a0` (the
+/// block's elements 0..16) and of `a1` (16..32).
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn sdot8(r: int32x4_t, w: &[int8x16_t; 8], a0: int8x16_t, a1: int8x16_t) -> int32x4_t {
+    let mut r = r;
+    // SAFETY: register-only instructions; the caller guarantees `sdot` exists.
+    unsafe {
+        std::arch::asm!(
+            "sdot {r:v}.4s, {w0:v}.16b, {a0:v}.4b[0]",
+            "sdot {r:v}.4s, {w1:v}.16b, {a0:v}.4b[1]",
+            "sdot {r:v}.4s, {w2:v}.16b, {a0:v}.4b[2]",
+            "sdot {r:v}.4s, {w3:v}.16b, {a0:v}.4b[3]",
+            "sdot {r:v}.4s, {w4:v}.16b, {a1:v}.4b[0]",
+            "sdot {r:v}.4s, {w5:v}.16b, {a1:v}.4b[1]",
+            "sdot {r:v}.4s, {w6:v}.16b, {a1:v}.4b[2]",
+            "sdot {r:v}.4s, {w7:v}.16b, {a1:v}.4b[3]",
+            r = inout(vreg) r,
+            w0 = in(vreg) w[0], w1 = in(vreg) w[1], w2 = in(vreg) w[2], w3 = in(vreg) w[3],
+            w4 = in(vreg) w[4], w5 = in(vreg) w[5], w6 = in(vreg) w[6], w7 = in(vreg) w[7],
+            a0 = in(vreg) a0, a1 = in(vreg) a1,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    r
+}
+
+/// One group of four weight rows (`w`: its interleaved blocks of quants `q`) against up to
+/// [`TILE`] activation rows; `out[r][c]` for weight row `c`.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+pub(super) unsafe fn group(w: &[u8], q: Quants, il: Interleave, rows: &[&[BlockQ8_0]], out: &mut [[f32; 4]]) {
+    let n = rows.len();
+    assert!(n <= TILE && out.len() >= n);
+    let nb = rows.first().map_or(0, |r| r.len());
+    let bytes = q.x4_bytes();
+    assert!(w.len() >= nb * bytes && rows.iter().all(|r| r.len() == nb));
+    // 16-byte vectors of quants per block: 4 of nibbles, 8 of Q8_0 bytes
+    let chunks = (bytes - 8) / 16;
+    // SAFETY: 16 bytes read from a 16-byte array.
+    let kv = unsafe { vld1q_s8(crate::quant::iq4_nl::KVALUES.as_ptr()) };
+    let (m4, mhi) = (vdupq_n_u8(0x0F), vdupq_n_u8(0xF0));
+    let mut acc = [vdupq_n_f32(0.0); TILE];
+    for b in 0..nb {
+        let blk = &w[b * bytes..(b + 1) * bytes];
+        // SAFETY: `blk` is `bytes` long: d[4] (8 bytes), then `chunks` vectors of quants.
+        let (dw, c) = unsafe {
+            let p = blk.as_ptr();
+            (widen4(vld1_u16(p as *const u16)), std::array::from_fn::<_, 8, _>(|i| if i < chunks { vld1q_u8(p.add(8 + 16 * i)) } else { vdupq_n_u8(0) }))
+        };
+        // v[t]: lane c holds row c's bytes 4t..4t + 4
+        let v = match il {
+            Interleave::Four => c,
+            Interleave::Eight => {
+                // c[2j]: rows 0, 1 bytes 8j..8j + 8; c[2j + 1]: rows 2, 3
+                let u = c.map(|x| vreinterpretq_u32_u8(x));
+                std::array::from_fn(|t| vreinterpretq_u8_u32(if t % 2 == 0 { vuzp1q_u32(u[t & !1], u[t | 1]) } else { vuzp2q_u32(u[t & !1], u[t | 1]) }))
+            }
+        };
+        // wv[t] (t < 4) pairs with elements 4t..4t + 4, wv[4 + t] with 16 + 4t..16 + 4t + 4
+        let wv: [int8x16_t; 8] = match q {
+            // the nibbles in the bytes' high half: 16 times their values (the xor made them signed)
+            Quants::Q4_0 => std::array::from_fn(|i| vreinterpretq_s8_u8(if i < 4 { vshlq_n_u8::<4>(v[i]) } else { vandq_u8(v[i - 4], mhi) })),
+            Quants::IQ4NL => std::array::from_fn(|i| vqtbl1q_s8(kv, if i < 4 { vandq_u8(v[i], m4) } else { vshrq_n_u8::<4>(v[i - 4]) })),
+            Quants::Q8_0 => v.map(|x| vreinterpretq_s8_u8(x)),
+        };
+        for (r, blocks) in rows.iter().enumerate() {
+            let y = &blocks[b];
+            // SAFETY: 32 bytes of quants; dotprod as the caller guarantees.
+            let ret = unsafe {
+                let a = y.qs.as_ptr();
+                sdot8(vdupq_n_s32(0), &wv, vld1q_s8(a), vld1q_s8(a.add(16)))
+            };
+            // Q4_0: ggml's scvtf #4 (exact); then vmulq(d_a, d_w) / fmul by element, one FMA
+            let i = vcvtq_f32_s32(if q == Quants::Q4_0 { vshrq_n_s32::<4>(ret) } else { ret });
+            acc[r] = vfmaq_f32(acc[r], i, vmulq_n_f32(dw, fp16_to_fp32(y.d)));
+        }
+    }
+    for r in 0..n {
+        // SAFETY: out[r] is 4 f32.
+        unsafe { vst1q_f32(out[r].as_mut_ptr(), acc[r]) };
+    }
+}
+
+#[cfg(test)]
+mod tests;
