@@ -142,10 +142,11 @@ fi
 # aarch64 machine the suites above already run them natively. GGML_RS_SKIP_AARCH64=1 skips this.
 if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
   stage "aarch64 Rust tests (qemu)" bash scripts/test-aarch64.sh
-  # (cui-llama.rn's fast-math arm64 flags, the third part of test-aarch64-c.sh, only with
-  # GGML_RS_AARCH64_PACKAGE_FLAGS=1: about a minute cold, left out to keep a cold CI within 45)
-  GGML_RS_AARCH64_PACKAGE_FLAGS="${GGML_RS_AARCH64_PACKAGE_FLAGS:-0}" BUILD_DIR="$BUILD_DIR-aarch64" \
-    stage "aarch64 C op suite (qemu)" bash scripts/test-aarch64-c.sh
+  # (two parts of test-aarch64-c.sh only on request, each another aarch64 build of a 2026 host
+  # core, to keep a cold CI within 45 minutes: cui-llama.rn's fast-math arm64 flags,
+  # GGML_RS_AARCH64_PACKAGE_FLAGS=1, and the i8mm host's repacked Q4_0 4x8, GGML_RS_AARCH64_I8MM=1)
+  GGML_RS_AARCH64_PACKAGE_FLAGS="${GGML_RS_AARCH64_PACKAGE_FLAGS:-0}" GGML_RS_AARCH64_I8MM="${GGML_RS_AARCH64_I8MM:-0}" \
+    BUILD_DIR="$BUILD_DIR-aarch64" stage "aarch64 C op suite (qemu)" bash scripts/test-aarch64-c.sh
 fi
 
 # The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
