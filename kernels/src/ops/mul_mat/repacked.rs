@@ -133,29 +133,9 @@ pub fn supports(n: &Node) -> bool {
         Some(Repack::Q8_0_4x4 | Repack::Q8_0_4x8) => return arm_supports(n, type_id::Q8_0, 34),
         _ => return false,
     };
-    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     cfg!(target_arch = "x86_64")
         && matches!(simd_level(), SimdLevel::Avx2 | SimdLevel::Avx512)
-        && a.ty == ty
-        && a.ne[0] > 0
-        && a.ne[0].is_multiple_of(qk)
-        && a.ne[1] > 0
-        && a.ne[1].is_multiple_of(8)
-        && a.ne[2] == 1
-        && a.ne[3] == 1
-        && a.nb[0] == block_bytes
-        && a.nb[1] == block_bytes * (a.ne[0] / qk)
-        && b.ty == F32
-        && b.nb[0] == 4
-        && b.nb[1].is_multiple_of(4)
-        && b.nb[2].is_multiple_of(4)
-        && b.ne[0] == a.ne[0]
-        && b.ne[3] == 1
-        && d.ty == F32
-        && d.nb[0] == 4
-        && d.nb[1].is_multiple_of(4)
-        && d.nb[2].is_multiple_of(4)
-        && d.ne == [a.ne[1], b.ne[1], b.ne[2], 1]
+        && layout_fits(n, ty, qk, block_bytes, 8)
 }
 
 /// [`supports`] for the ARM layouts (Q4_0's, IQ4_NL's and Q8_0's `4x4` / `4x8`) of weights of
@@ -163,19 +143,26 @@ pub fn supports(n: &Node) -> bool {
 /// `sdot`, in builds with the kernels' `arm-repack` feature (the library's 2026 revisions: the
 /// default phone build drops the kernel).
 fn arm_supports(n: &Node, ty: i32, block_bytes: usize) -> bool {
-    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
     cfg!(all(target_arch = "aarch64", feature = "arm-repack"))
         && simd_level() == SimdLevel::Neon
         && crate::cpu_features::has_dotprod()
-        && a.ty == ty
+        && layout_fits(n, ty, b32::QK, block_bytes, 4)
+}
+
+/// The shapes every repacked layout takes: a 2-D weight of type `ty` in plain rows of blocks of
+/// `qk` values and `block_bytes`, a whole number of groups of `group_rows` rows (ggml repacks only
+/// those), against contiguous F32 activation rows (3-D, no dim 3), into F32.
+fn layout_fits(n: &Node, ty: i32, qk: usize, block_bytes: usize, group_rows: usize) -> bool {
+    let (d, Some(a), Some(b)) = (n.dst, n.src[0], n.src[1]) else { return false };
+    a.ty == ty
         && a.ne[0] > 0
-        && a.ne[0].is_multiple_of(b32::QK)
+        && a.ne[0].is_multiple_of(qk)
         && a.ne[1] > 0
-        && a.ne[1].is_multiple_of(4)
+        && a.ne[1].is_multiple_of(group_rows)
         && a.ne[2] == 1
         && a.ne[3] == 1
         && a.nb[0] == block_bytes
-        && a.nb[1] == block_bytes * (a.ne[0] / b32::QK)
+        && a.nb[1] == block_bytes * (a.ne[0] / qk)
         && b.ty == F32
         && b.nb[0] == 4
         && b.nb[1].is_multiple_of(4)
