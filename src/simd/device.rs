@@ -137,7 +137,9 @@ pub fn init<R: Rev>() -> *mut Backend<R> {
 }
 
 pub fn is_simd<R: Rev>(b: &Backend<R>) -> bool {
-    b.device == crate::simd::device::statics::<R>().dev.0 && std::ptr::eq(b.guid, &GUID)
+    // the guid first: asking for the statics builds them, and a scheduler created on a thread of
+    // its own with CPU backends only must not be the one to do it (helgrind, threads.c part B)
+    std::ptr::eq(b.guid, &GUID) && b.device == crate::simd::device::statics::<R>().dev.0
 }
 
 fn context<'a, R: Rev>(b: *mut Backend<R>) -> Option<&'a SimdContext> {
