@@ -18,6 +18,8 @@
 #     include/ggml-0.25.3, 0.24.0 (llama.cpp b11118, llama.rn 0.13) -> include/ggml-b11118, 0.20.0
 #     (llama-cpp-python 0.3.35) -> include/ggml-2026; another version is an error that says so.
 #     The library must be built with the matching feature (ggml-0253, ggml-b11118, ggml-2026).
+#   - with -DGGML_BACKEND_DIR=<dir> (upstream's option), compiles that folder into libggml for the
+#     library's loader, which searches it first as stock does.
 # Options (cache variables):
 #   GGML_RS_LIB   the library to link (default: <ggml-backend-rs>/target/release/
 #                 libggml_backend_rs.a, or .so with BUILD_SHARED_LIBS=ON)
@@ -96,6 +98,15 @@ function(_ggml_rs_replace_backend_layer)
     find_package(Threads REQUIRED)
     target_link_libraries(ggml-base PUBLIC "${GGML_RS_LIB}" ${CMAKE_DL_LIBS} m Threads::Threads)
     message(STATUS "ggml-rs: ggml ${version}: ggml-backend.cpp and ggml-backend-reg.cpp replaced by ${GGML_RS_LIB}")
+
+    # -DGGML_BACKEND_DIR=<dir> (a distribution's module folder, searched first by load_all): stock
+    # compiles it into ggml-backend-reg.cpp; the library is built before the option is known, so
+    # the folder goes into libggml as a string its loader looks up (src/dl.rs)
+    if (GGML_BACKEND_DIR)
+        set(dir_src "${CMAKE_BINARY_DIR}/ggml-rs-backend-dir.c")
+        file(WRITE "${dir_src}" "/* ggml-rs-upstream.cmake: GGML_BACKEND_DIR for ggml-backend-rs's loader */\n__attribute__((visibility(\"default\"))) const char ggml_rs_backend_dir[] = GGML_BACKEND_DIR;\n")
+        target_sources(ggml PRIVATE "${dir_src}")
+    endif()
 endfunction()
 
 cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _ggml_rs_replace_backend_layer)

@@ -82,7 +82,11 @@ fn executable_dir() -> Option<PathBuf> {
 fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mut Reg<R>> {
     let search: Vec<PathBuf> = match dir {
         Some(d) => vec![d.to_path_buf()],
-        None => executable_dir().into_iter().chain(std::env::current_dir().ok()).collect(),
+        None => crate::dl::configured_backend_dir()
+            .into_iter()
+            .chain(executable_dir())
+            .chain(std::env::current_dir().ok())
+            .collect(),
     };
     let prefix = format!("libggml-{}-", name);
     let mut best: Option<(i32, PathBuf)> = None;

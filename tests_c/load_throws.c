@@ -3,6 +3,9 @@
  * failing at start-up; stock's loader lets it terminate the app): backend_load and load_all leave
  * it out with one warning, and the program goes on with the backends it had.
  * LOAD_THROWS_DIR holds the module as libggml-vulkan.so (load_all's name for the Vulkan backend).
+ * It is also the folder of a build configured with -DGGML_BACKEND_DIR (the string
+ * cmake/ggml-rs-upstream.cmake compiles into libggml, defined here as it would be there):
+ * load_all without a folder searches it first, as stock does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +14,8 @@
 #include "ggml-backend.h"
 
 #include "test_prefix.h"
+
+__attribute__((visibility("default"))) const char ggml_rs_backend_dir[] = LOAD_THROWS_DIR;
 
 static int n_checks, n_failed;
 #define CHECK(cond) do { n_checks++; if (!(cond)) { n_failed++; fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
@@ -29,6 +34,8 @@ int main(void) {
     CHECK(n_threw == 1);
     GB(load_all_from_path)(LOAD_THROWS_DIR);
     CHECK(n_threw == 2);
+    GB(load_all)();   /* no folder: GGML_BACKEND_DIR's is searched first */
+    CHECK(n_threw == 3);
     CHECK(GB(reg_count)() == n_regs && GB(dev_count)() == n_devs);
     /* and the app computes on what it had */
     GB(t) be = GB(init_best)();
