@@ -22,7 +22,7 @@
 //! weights are finite, which is checked (`inf * 0` is NaN).
 
 use super::super::Raw;
-use crate::matmul::{Acts, DstView, RowBits, Weights};
+use super::tiles::{Acts, DstView, RowBits, Weights};
 use crate::view::{F16, F32};
 
 /// Activation (query) rows cut off together: each block computes the keys its last query needs,
@@ -161,7 +161,7 @@ mod tests {
     /// product over the full rows: the same bits; and an infinite weight past a cut stops it.
     #[test]
     fn trimmed_float_products_equal_full_ones() {
-        use crate::matmul::{mul_mat, QuantizedActs};
+        use crate::ops::mul_mat::tiles::{mul_mat, QuantizedActs};
         use crate::quant::WType;
         let (k, m, n) = (320, 12, 70);
         let mut lcg = 7u32;

@@ -129,7 +129,7 @@ pub(super) fn halves(level: SimdLevel, k: usize) -> bool {
 const AVX512_HALVES_MIN_K: usize = 1024;
 
 /// Whether F16 products at `level` accumulate in half precision: NEON on a CPU with FEAT_FP16,
-/// as ggml-cpu built with `+fp16` (see `neon::tiles::f16_tile_hp`); their activations are then
+/// as ggml-cpu built with `+fp16` (see `neon::float::f16_tile_hp`); their activations are then
 /// prepared as half bits too.
 #[cfg(target_arch = "aarch64")]
 fn half_products(level: SimdLevel) -> bool {
