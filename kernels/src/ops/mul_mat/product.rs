@@ -9,16 +9,14 @@ use super::super::softmax::Rows;
 use super::super::{for_rows, Raw, Session};
 use super::buffers::{PREPARED, SCRATCH};
 use super::tiles::{self, Acts, DstView, QuantizedActs, Weights};
-use super::{causal, f32_acts, streamed};
+use super::streamed::{self, SERIAL_MACS};
+use super::{causal, f32_acts};
 use crate::cpu_features::simd_level;
 use crate::quant::{HostQ8K, WType};
 use crate::view::{F16, F32};
 use crate::CpuOrder;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-/// Multiply-adds below which a product runs on the calling thread alone.
-pub(super) const SERIAL_MACS: usize = 64 * 1024;
 
 /// Bytes of weight rows one chunk of a batched product covers: the chunk's weights stay in L2
 /// while its activation rows stream past them once (the walk inside a chunk keeps 8 activation

@@ -13,7 +13,6 @@
 //!   SmolLM2's K product the bytes of the Q product, which ROPE reads before K is computed).
 
 use super::buffers::{PREPARED, SCRATCH};
-use super::product::SERIAL_MACS;
 use super::{Raw, Session};
 use crate::ops::for_rows;
 use crate::cpu_features::simd_level;
@@ -26,6 +25,9 @@ use crate::quant::WType;
 use crate::view::{alias, Alias, F32};
 use parking_lot::Mutex;
 use std::ops::Range;
+
+/// Multiply-adds below which a product (streamed or not) runs on the calling thread alone.
+pub(super) const SERIAL_MACS: usize = 64 * 1024;
 
 /// One streamed product: weights `a` (one matrix) times the one F32 row `b`, into `d`.
 #[derive(Clone, Copy)]
