@@ -1,6 +1,9 @@
 //! The NEON tiles against ggml-cpu's NEON `vec_dot`s written out lane by lane in scalar Rust
 //! (the models), bit for bit.
 
+// The models index accumulators and lanes with the same numbers as the kernels they check.
+#![allow(clippy::needless_range_loop)]
+
 use super::super::acts::ActRows;
 use super::float::*;
 use super::lanes::*;
