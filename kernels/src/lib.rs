@@ -1,8 +1,9 @@
 //! The SIMD backend's kernels, free of any ggml revision's types: `quant` (block formats, dot
-//! products), `matmul` (MUL_MAT kernels), `vexp` (ggml's vectorized expf, SILU), `softmax_row`
-//! and `gelu` (those ops' row kernels), `cpu_features` (runtime dispatch), `view` (raw views of
-//! tensor memory), `op` (a node as the kernels read it), `ops` (one module per kind of op:
-//! `supports` and `compute`), `pool` and `affinity` (threads), `profile` (per-op timings).
+//! products), `vexp` (ggml's vectorized expf, SILU), `softmax_row` and `gelu` (those ops' row
+//! kernels), `cpu_features` (runtime dispatch), `view` (raw views of tensor memory), `op` (a node
+//! as the kernels read it), `ops` (one module per kind of op: `supports` and `compute`; MUL_MAT's
+//! products and their ISA tiles all in `ops::mul_mat`), `matmul` (the path by which the library
+//! reads the sgemm setting), `pool` and `affinity` (threads), `profile` (per-op timings).
 //!
 //! A crate of its own so that a build can optimize it for speed (opt-level 3, 16 codegen units:
 //! the kernels' code is what the speed and instruction-count figures measured) and the library

@@ -6,6 +6,16 @@ use crate::op::Node;
 use crate::softmax_row::{soft_max_row, Mask};
 use crate::view::{alias, with_row, Alias, Detached, F16, F32};
 
+/// Keys a row computes and reads are rounded up to this: whole tiles for the product's walk, and
+/// whole groups of the softmax's 8-lane passes, so each group it sums is one stock sums too (the
+/// groups after it are all -inf, which stock's softmax adds as 0).
+const ROW_MULTIPLE: usize = 8;
+
+/// Elements of a row of `n` that a query with limit `limit` (`mul_mat::causal::limits`) needs computed and read.
+pub fn needed(limit: usize, n: usize) -> usize {
+    limit.next_multiple_of(ROW_MULTIPLE).min(n)
+}
+
 /// F32 rows, an optional F32/F16 mask as wide as a row, no ALiBi sinks (`src[2]`).
 pub fn supports(n: &Node) -> bool {
     let (d, Some(a)) = (n.dst, n.src[0]) else { return false };
@@ -73,7 +83,7 @@ impl Rows {
     }
 
     /// Row `r` (flat, as [`Raw::row_index`] counts). With `Some(limit)`, only the first
-    /// `limit` elements are read (rounded up by `causal::needed`), the rest of the row being
+    /// `limit` elements are read (rounded up by [`needed`]), the rest of the row being
     /// masked with -inf: they are written as the 0 that `exp(-inf)` gives, and the sum gains
     /// the same nothing (see `ops::mul_mat::causal`).
     pub fn row(&self, r: usize, limit: Option<usize>) {
@@ -107,7 +117,7 @@ impl Rows {
                 }
             }
         };
-        let (scale, read) = (self.scale, limit.map_or(n, |l| super::mul_mat::causal::needed(l, n)));
+        let (scale, read) = (self.scale, limit.map_or(n, |l| needed(l, n)));
         with_row(dst, a, self.in_place, (i1, i2, i3), |x, d| {
             let read = read.min(x.len()).min(d.len());
             let (head, masked) = d.split_at_mut(read);

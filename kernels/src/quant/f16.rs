@@ -258,7 +258,7 @@ pub(crate) mod neon {
 
     /// Half-precision vector arithmetic (FEAT_FP16) on `uint16x8_t` bit patterns, as inline assembly
     /// (Rust's `float16x8_t` intrinsics are not stable yet): the F16 products' tiles
-    /// (`matmul/neon/tiles.rs`) and flash attention's K·Q sums and V updates
+    /// (`ops/mul_mat/tiles/neon/float.rs`) and flash attention's K·Q sums and V updates
     /// (`ops/flash_attn/neon.rs`).
     pub(crate) mod hp {
         use std::arch::aarch64::*;

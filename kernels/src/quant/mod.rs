@@ -9,7 +9,7 @@
 //! build weights from have ggml's reference quantizer too (byte-identical where ggml's C leaves
 //! no rounding to the compiler); the K-quant weights' quantizers are not ported (the tests use
 //! random super-blocks). Q4_0, Q4_1, Q8_0 and F16 have AVX2 conversions besides; `*_at(level, ..)`
-//! lets tests pick the level. The ISA kernels of the products are in `matmul`.
+//! lets tests pick the level. The ISA kernels of the products are in `ops::mul_mat::tiles`.
 
 pub mod f16;
 pub mod host_q8k;
@@ -173,7 +173,7 @@ fn try_halves(bytes: &[u8]) -> Option<&[u16]> {
 /// A block format of weights, with everything ggml-cpu's MUL_MAT does with it: the block layout,
 /// the partner format activations are quantized to (ggml's `vec_dot_type`), quantize /
 /// dequantize, and the portable dot product, which is the reference for the ISA kernels. Those
-/// kernels (`matmul::avx2`, `matmul::avx512`, `matmul::neon`) extend this trait with each ISA's
+/// kernels (`tiles::avx2`, `tiles::avx512`, `tiles::neon` in `ops::mul_mat`) extend this trait with each ISA's
 /// tile interface, implemented for the same markers [`Q4_0`], [`Q4_1`], [`Q8_0`].
 pub trait Format: 'static {
     /// The weight block (`block_q4_0`, ...).
@@ -187,7 +187,7 @@ pub trait Format: 'static {
     /// An activation block's scale and (Q8_1) sum as f32, as the tiles read them.
     fn act_scale_sum(a: &Self::A) -> (f32, f32);
     /// ggml's scalar `vec_dot` of a weight row and an activation row: the reference every ISA
-    /// kernel is tested against (what MUL_MAT runs per level is `matmul::vec_dot_at`).
+    /// kernel is tested against (what MUL_MAT runs per level is `ops::mul_mat::tiles::vec_dot_at`).
     fn vec_dot_portable(w: &[Self::W], a: &[Self::A]) -> f32;
 }
 

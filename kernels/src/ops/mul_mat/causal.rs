@@ -5,7 +5,7 @@
 //! cache). There the softmax computes `x * scale + (-inf) = -inf` and `exp(-inf) = 0` whatever
 //! the score `x` was, and adds that 0 to its sum, which changes nothing. So when the executor runs
 //! a softmax row right after its scores (`mul_mat_softmax`), the product computes only the keys
-//! up to the query's last unmasked one (rounded up to `ROW_MULTIPLE`), the softmax reads only
+//! up to the query's last unmasked one (rounded up: `softmax::needed`), the softmax reads only
 //! those and writes the rest as 0: the softmax's output, and everything after it, are the numbers
 //! stock computes. For a 256-token prompt from an empty cache that is close to half of KQ's
 //! multiply-adds and of the softmax's reads.
@@ -21,24 +21,15 @@
 //! the steps and leftovers after the cut add only such products. Exact whenever the skipped
 //! weights are finite, which is checked (`inf * 0` is NaN).
 
+use super::super::softmax::needed;
 use super::super::Raw;
-use crate::matmul::{Acts, DstView, RowBits, Weights};
+use super::tiles::{Acts, DstView, RowBits, Weights};
 use crate::view::{F16, F32};
 
 /// Activation (query) rows cut off together: each block computes the keys its last query needs,
 /// so a block wastes at most a triangle of `BLOCK x BLOCK` scores; smaller blocks would rebuild
 /// the kernels' weight panels for fewer rows.
 const BLOCK: usize = 32;
-
-/// Keys a row computes and reads are rounded up to this: whole tiles for the product's walk, and
-/// whole groups of the softmax's 8-lane passes, so each group it sums is one stock sums too (the
-/// groups after it are all -inf, which stock's softmax adds as 0).
-const ROW_MULTIPLE: usize = 8;
-
-/// Elements of a row of `n` that a query with limit `limit` ([`limits`]) needs computed and read.
-pub fn needed(limit: usize, n: usize) -> usize {
-    limit.next_multiple_of(ROW_MULTIPLE).min(n)
-}
 
 /// Queries below which nothing is cut (a decode step's one query gains at most the padded cells).
 pub const MIN_QUERIES: usize = 8;
@@ -161,7 +152,7 @@ mod tests {
     /// product over the full rows: the same bits; and an infinite weight past a cut stops it.
     #[test]
     fn trimmed_float_products_equal_full_ones() {
-        use crate::matmul::{mul_mat, QuantizedActs};
+        use crate::ops::mul_mat::tiles::{mul_mat, QuantizedActs};
         use crate::quant::WType;
         let (k, m, n) = (320, 12, 70);
         let mut lcg = 7u32;

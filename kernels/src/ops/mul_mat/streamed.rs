@@ -12,10 +12,11 @@
 //!   destinations may still hold tensors that the nodes in between read (ggml's allocator gave
 //!   SmolLM2's K product the bytes of the Q product, which ROPE reads before K is computed).
 
-use super::{Raw, Session, PREPARED, SCRATCH, SERIAL_MACS};
+use super::buffers::{PREPARED, SCRATCH};
+use super::{Raw, Session};
 use crate::ops::for_rows;
 use crate::cpu_features::simd_level;
-use crate::matmul::{self, Acts, DstView, QuantizedActs, Weights};
+use super::tiles::{self, Acts, DstView, QuantizedActs, Weights};
 use crate::op::{Node, Op};
 use crate::pool::share;
 use crate::CpuOrder;
@@ -24,6 +25,9 @@ use crate::quant::WType;
 use crate::view::{alias, Alias, F32};
 use parking_lot::Mutex;
 use std::ops::Range;
+
+/// Multiply-adds below which a product (streamed or not) runs on the calling thread alone.
+pub(super) const SERIAL_MACS: usize = 64 * 1024;
 
 /// One streamed product: weights `a` (one matrix) times the one F32 row `b`, into `d`.
 #[derive(Clone, Copy)]
@@ -44,7 +48,7 @@ impl Streamed {
     pub fn new(d: Raw, a: Raw, b: Raw, order: CpuOrder, q8k: Option<HostQ8K>) -> Option<Streamed> {
         let w = WType::from_ggml(a.ty)?;
         let one_row = b.ne[1] == 1 && b.ne[2] == 1 && b.ne[3] == 1;
-        let ok = one_row && b.ty == F32 && b.nb[0] == 4 && a.ne[2] == 1 && a.ne[3] == 1 && a.ne[0] > 0 && a.ne[1] > 0 && !matmul::use_gemm(w, 1);
+        let ok = one_row && b.ty == F32 && b.nb[0] == 4 && a.ne[2] == 1 && a.ne[3] == 1 && a.ne[0] > 0 && a.ne[1] > 0 && !tiles::use_gemm(w, 1);
         ok.then_some(Streamed { w, a, b, d, order, q8k })
     }
 
@@ -105,7 +109,7 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
     }
     let q = &mut prepared[0];
     let converted = std::cell::Cell::new(true);
-    if matmul::needs_quantized_acts(first.w, 1) {
+    if tiles::needs_quantized_acts(first.w, 1) {
         // (one row of a few thousand values: `for_rows` converts it on this thread)
         q.host_q8k = first.q8k;
         q.prepare_par(simd_level(), first.w, &acts, &|rows, f| converted.set(for_rows(s, rows, rows * k, f) && converted.get()));
@@ -136,7 +140,7 @@ fn run(s: &Session, products: &mut [(Streamed, &mut [f32])]) -> bool {
             for c in stream_order(&runs, ith) {
                 let (i, slot) = &chunks[c];
                 let Some(view) = slot.lock().take() else { continue };
-                matmul::mul_mat(&weights[*i], &acts, q, view, &mut scratch);
+                tiles::mul_mat(&weights[*i], &acts, q, view, &mut scratch);
             }
         })
     };

@@ -1,12 +1,12 @@
 //! The operands of a matrix product as views over plain row-major memory: the weights
 //! ([`Weights`]), the f32 activations ([`Acts`]) and the outputs one worker writes ([`DstView`]).
 //!
-//! They sit at the bottom of `matmul`: every other file reads them (the dispatch, the sgemm
+//! They sit at the bottom of `tiles`: every other file reads them (the dispatch, the sgemm
 //! path, the prepared activations, the tile walk and each ISA family), and they read nothing of
-//! `matmul` back, so a kernel can take an operand without importing the dispatch that calls it.
-//! Fields and row accessors are `pub(super)`, seen by `matmul` and its kernels only: the kernels
-//! index them directly; callers outside `matmul` go through the checked constructors and the
-//! splitting methods.
+//! `tiles` back, so a kernel can take an operand without importing the dispatch that calls it.
+//! Fields and row accessors are `pub(super)`, seen by `tiles` and its kernels only: the kernels
+//! index them directly; callers outside `tiles` (the op's products) go through the checked
+//! constructors and the splitting methods.
 
 use std::marker::PhantomData;
 use std::ops::Range;

@@ -1,13 +1,13 @@
-//! The AVX-512 vectors of the head-row kernel ([`crate::matmul::heads`]): sixteen lanes,
+//! The AVX-512 vectors of the head-row kernel ([`crate::ops::mul_mat::tiles::heads`]): sixteen lanes,
 //! four activation rows per panel load (the 32 registers hold four rows' accumulators). On
 //! whisper's KQ (1500 x 1500 x 64 per head) that kernel reaches about 80 % of the FMA rate in
 //! its inner function; the row-lane tiles of [`super::float`] spent as long on their
 //! reductions and pair stores as on their multiply-adds.
 
 use super::float::Elem512;
-use crate::matmul::avx2::heads::transpose8;
-use crate::matmul::heads::{self, LaneRows, Lanes};
-use crate::matmul::operands::DstView;
+use crate::ops::mul_mat::tiles::avx2::heads::transpose8;
+use crate::ops::mul_mat::tiles::heads::{self, LaneRows, Lanes};
+use crate::ops::mul_mat::tiles::operands::DstView;
 use std::arch::x86_64::*;
 
 /// AVX-512's `__m512`.

@@ -1,9 +1,9 @@
-//! The AVX2 vectors of the head-row kernel ([`crate::matmul::heads`]): eight lanes, two
+//! The AVX2 vectors of the head-row kernel ([`crate::ops::mul_mat::tiles::heads`]): eight lanes, two
 //! activation rows per panel load (the sixteen registers hold two rows' accumulators).
 
 use super::float::FloatElem;
-use crate::matmul::heads::{self, LaneRows, Lanes};
-use crate::matmul::operands::DstView;
+use crate::ops::mul_mat::tiles::heads::{self, LaneRows, Lanes};
+use crate::ops::mul_mat::tiles::operands::DstView;
 use std::arch::x86_64::*;
 
 /// AVX2's `__m256`.
@@ -95,7 +95,7 @@ pub(super) unsafe fn rows<'w, 'a, E: FloatElem + 'w + 'a>(w: impl Fn(usize) -> &
 /// stores per row).
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(in crate::matmul) fn transpose8(rows: [__m256; 8]) -> [__m256; 8] {
+pub(in crate::ops::mul_mat::tiles) fn transpose8(rows: [__m256; 8]) -> [__m256; 8] {
     let [r0, r1, r2, r3, r4, r5, r6, r7] = rows;
     // pairs interleaved: [a0 b0 a1 b1 | a4 b4 a5 b5] and [a2 b2 a3 b3 | a6 b6 a7 b7]
     let (t0, t1) = (_mm256_unpacklo_ps(r0, r1), _mm256_unpackhi_ps(r0, r1));

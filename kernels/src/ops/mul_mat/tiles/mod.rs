@@ -1,4 +1,6 @@
-//! The two MUL_MAT kernels of the CPU backend, over plain row-major memory.
+//! The two MUL_MAT kernels of the CPU backend, over plain row-major memory: the bottom of
+//! `ops::mul_mat`, whose products (`product`, `streamed`) cut a node into these views. Nothing
+//! here reads a node or a ggml tensor.
 //!
 //! Shapes follow ggml: weights are `rows` rows of `k` values (`src0`), activations are `n` rows
 //! of `k` f32 (`src1`), and the result has `n` rows of `rows` values (`dst[j][i] = w_i . a_j`).
@@ -26,8 +28,11 @@
 //!   `walk` the register-tile walk; `heads` the head-row kernel of the x86 levels. `gemm`, the
 //!   sgemm path, stands beside them.
 //! * `avx2`, `neon`: one folder per ISA tile family, each implementing its tile trait for the
-//!   block formats of `quant` ([`crate::quant::Format`]). `avx512` is built on `avx2` by
-//!   design (its module doc says how), and is the one family that imports another.
+//!   block formats of `quant` ([`crate::quant::Format`]), one file per kind of tile (`quant`:
+//!   the 32-value formats, `kquant`, `iq4nl`, `float`: F16 / F32, `matvec`: decoding; NEON's
+//!   `panel` and `lanes` hold the unpacked weight rows and the integer lane sums, which AVX2
+//!   keeps in `quant`). `avx512` is built on `avx2` by design (its module doc says how), and is
+//!   the one family that imports another.
 //! * `dot`: one `vec_dot` on an explicit level, over the families' tile traits.
 //! * This file: the dispatch (level, vec or gemm). `tests` compares every level with the
 //!   portable one.

@@ -1,19 +1,26 @@
-//! The NEON tile family: `tiles` (the block formats' [`NeonTile`](tiles::NeonTile)s, integer and
-//! float tiles, with and without `sdot` / FEAT_FP16), and here their entry points.
+//! The NEON tile family, with and without `sdot` / FEAT_FP16: `quant` (the 32-value block
+//! formats' [`NeonTile`](quant::NeonTile)s and their tile kernel), `panel` (their weight rows
+//! unpacked for batched products), `kquant` (the K-quants), `iq4nl` (IQ4_NL), `float` (F16 /
+//! F32 tiles), `matvec` (decoding), `lanes` (the integer lane sums they share), `tests` (the
+//! tiles against ggml-cpu's NEON `vec_dot`s), and here their entry points.
 
+mod float;
 mod iq4nl;
 mod kquant;
+mod lanes;
 mod matvec;
-pub(super) mod tiles;
+mod panel;
+pub(super) mod quant;
+#[cfg(test)]
+mod tests;
 
 use super::walk::{put_tile, walk_tiles, walk_tiles_rows, FloatTiles, TileShapes, Tiles, PANEL_MIN_ACTS};
 use super::acts::{ActRows, QuantizedActs};
 use super::operands::{Acts, DstView, Weights};
 use crate::quant::{blocks_from_bytes, WType, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0};
-use tiles as tile;
 
 /// Every output of `dst` with ggml-cpu's NEON arithmetic, in register tiles of weight rows x
-/// activation rows (see `tiles`); `sdot` for the integer sums where the CPU has
+/// activation rows (see `quant`); `sdot` for the integer sums where the CPU has
 /// it (same values without).
 pub(super) fn mul_mat_tiles(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut DstView<'_>) {
     if crate::cpu_features::has_dotprod() {
@@ -126,23 +133,23 @@ unsafe fn walk_base<K: Tiles>(k: &K, dst: &mut DstView<'_>) {
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
-unsafe fn matvec<F: tile::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+unsafe fn matvec<F: quant::NeonTile, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     /// # Safety
     /// The CPU must have the dot product extension. (Out of line as [`walk_sdot`].)
     #[inline(never)]
-    unsafe fn sdot<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    unsafe fn sdot<F: quant::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         // SAFETY: passed on from this function's contract.
         unsafe { sdot_body::<F>(w, a, dst) }
     }
     /// # Safety
     /// The CPU must have the dot product extension.
     #[target_feature(enable = "dotprod")]
-    unsafe fn sdot_body<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    unsafe fn sdot_body<F: quant::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         // SAFETY: dotprod by this function's contract.
         unsafe { matvec::quant_matvec::<F, true>(w, a, dst) }
     }
     #[inline(never)]
-    fn base<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+    fn base<F: quant::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
         // SAFETY: DOT = false needs nothing beyond NEON.
         unsafe { matvec::quant_matvec::<F, false>(w, a, dst) }
     }
@@ -166,7 +173,7 @@ fn float_rows(w: &Weights<'_>, acts: &Acts<'_>, q: &QuantizedActs, dst: &mut Dst
     }
 }
 
-/// F16 products in half precision, as ggml-cpu built with `+fp16` (see `tile::f16_tile_hp`), in
+/// F16 products in half precision, as ggml-cpu built with `+fp16` (see `float::f16_tile_hp`), in
 /// the shared tile walk (its cache blocks of activation rows).
 ///
 /// # Safety
@@ -183,7 +190,7 @@ unsafe fn f16_rows_hp(w: &Weights<'_>, q: &QuantizedActs, dst: &mut DstView<'_>)
             let i = rows.start;
             let wr: [&[u16]; 4] = std::array::from_fn(|r| w.row_f16(i + r));
             // SAFETY: FEAT_FP16 by this function's contract; the kernel checks the row lengths.
-            put_tile(dst, i, 0, unsafe { tile::f16_tile_hp::<4, 1>(wr, [tiles.a[0]]) });
+            put_tile(dst, i, 0, unsafe { float::f16_tile_hp::<4, 1>(wr, [tiles.a[0]]) });
             rows.start += 4;
         }
     }
@@ -217,7 +224,7 @@ impl<'a> Tiles for HalfTiles<'a> {
         let mut a = [self.a[j]; C];
         a.copy_from_slice(&self.a[j..j + C]);
         // SAFETY: FEAT_FP16 by this function's contract; the kernel checks the row lengths.
-        unsafe { tile::f16_tile_hp::<R, C>(w, a) }
+        unsafe { float::f16_tile_hp::<R, C>(w, a) }
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
@@ -274,26 +281,26 @@ impl<'q, F: kquant::NeonKTile, const DOT: bool> Tiles for KTiles<'q, F, DOT> {
     }
 }
 
-/// Q4_0 / Q4_1 / Q8_0 weights unpacked into a [`tile::Panel`] (batched products).
-struct PanelTiles<'p, 'a, F: tile::NeonTile, const DOT: bool> {
-    panel: &'p tile::Panel<F>,
+/// Q4_0 / Q4_1 / Q8_0 weights unpacked into a [`panel::Panel`] (batched products).
+struct PanelTiles<'p, 'a, F: quant::NeonTile, const DOT: bool> {
+    panel: &'p panel::Panel<F>,
     /// Weight row of panel row 0.
     r0: usize,
     a: &'a ActRows<'a, F::A>,
 }
 
-impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT> {
+impl<'p, F: quant::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT> {
     const SHAPES: TileShapes = TileShapes::Few;
-    type Row = tile::PanelRow<'p>;
+    type Row = panel::PanelRow<'p>;
     #[inline(always)]
-    fn w_row(&self, i: usize) -> tile::PanelRow<'p> {
+    fn w_row(&self, i: usize) -> panel::PanelRow<'p> {
         self.panel.row(i - self.r0)
     }
     #[inline(always)]
-    unsafe fn tile<const R: usize, const C: usize>(&self, w: [tile::PanelRow<'p>; R], j: usize) -> [[f32; C]; R] {
+    unsafe fn tile<const R: usize, const C: usize>(&self, w: [panel::PanelRow<'p>; R], j: usize) -> [[f32; C]; R] {
         // SAFETY: dotprod when DOT, by this function's contract; the kernel checks that
         // columns j..j + C exist and that the rows hold a.nb blocks.
-        unsafe { tile::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
+        unsafe { quant::quant_tile::<F, DOT, R, C, _>(w, self.a, j) }
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {
@@ -302,7 +309,7 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
 }
 
 /// A batched product of quantized weights (at least [`PANEL_MIN_ACTS`] activation rows), through
-/// a panel: the weights unpacked once ([`tile::Panel`]), then the tiles. AVX2 walks smaller
+/// a panel: the weights unpacked once ([`panel::Panel`]), then the tiles. AVX2 walks smaller
 /// batches on the packed blocks, which NEON did too, at the price of a second walk per format
 /// and `DOT` (5 to 7 KB each, 55 KB in all of the Android library); NEON computes them with the
 /// matrix-vector kernel instead (`matvec::quant_matvec`). Q5_0's panel is walked as Q8_0's: once
@@ -314,7 +321,7 @@ impl<'p, F: tile::NeonTile, const DOT: bool> Tiles for PanelTiles<'p, '_, F, DOT
 /// # Safety
 /// With `DOT`, the CPU must have the dot product extension.
 #[inline(always)]
-unsafe fn quant_rows<F: tile::NeonTile, G: tile::NeonTile<A = F::A>, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
+unsafe fn quant_rows<F: quant::NeonTile, G: quant::NeonTile<A = F::A>, const DOT: bool>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &mut DstView<'_>) {
     let r0 = dst.weight_rows().start;
     if dst.weight_rows().is_empty() {
         return;
@@ -324,14 +331,14 @@ unsafe fn quant_rows<F: tile::NeonTile, G: tile::NeonTile<A = F::A>, const DOT: 
     unsafe { walk::<_, DOT>(&PanelTiles::<G, DOT> { panel: &panel, r0, a }, dst) }
 }
 
-/// The view's weight rows unpacked ([`tile::Panel`]): one function per format, shared by both
+/// The view's weight rows unpacked ([`panel::Panel`]): one function per format, shared by both
 /// `DOT` paths.
 #[inline(never)]
-fn panel<F: tile::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &DstView<'_>) -> tile::Panel<F> {
-    tile::Panel::<F>::new(dst.weight_rows().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows())
+fn panel<F: quant::NeonTile>(w: &Weights<'_>, a: &ActRows<'_, F::A>, dst: &DstView<'_>) -> panel::Panel<F> {
+    panel::Panel::<F>::new(dst.weight_rows().map(|i| blocks_from_bytes::<F::W>(w.row(i))), a.nb).with_min_sums(a, dst.act_rows())
 }
 
-impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, f32> {
+impl<'w, 'a, E: float::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTiles<'a, W, f32> {
     const SHAPES: TileShapes = TileShapes::Few;
     type Row = &'w [E];
     #[inline(always)]
@@ -340,7 +347,7 @@ impl<'w, 'a, E: tile::FloatElem + 'w, W: Fn(usize) -> &'w [E]> Tiles for FloatTi
     }
     #[inline(always)]
     unsafe fn tile<const R: usize, const C: usize>(&self, w: [&'w [E]; R], j: usize) -> [[f32; C]; R] {
-        tile::float_tile::<E, R, C>(w, self.acts(j))
+        float::float_tile::<E, R, C>(w, self.acts(j))
     }
     #[inline(always)]
     fn act_row_bytes(&self) -> usize {

@@ -1,6 +1,6 @@
 //! Quantized weight rows against one activation row (decoding), in ggml-cpu's NEON `vec_dot`
-//! order (see `tiles`): the same per-output arithmetic as [`tiles::quant_tile`] with `C = 1`,
-//! in fewer instructions.
+//! order (see `quant`): the same per-output arithmetic as
+//! [`quant::quant_tile`](super::quant::quant_tile) with `C = 1`, in fewer instructions.
 //!
 //! A decode product reads every weight block once, so what a block costs beyond its integer
 //! dot product is the price of every generated token. The tile kernel spent about 28
@@ -11,12 +11,13 @@
 //! and Q4_1's `m0 * s0 + m1 * s1` is one vector FMA on lanes that line up. The activation
 //! side of a pair (32 + 32 quants, `[da0, s0, da1, s1]`) is loaded once for four weight rows.
 
-use super::tiles::{block_ints, NeonTile, FUSED_MLA};
+use super::lanes::{block_ints, FUSED_MLA};
+use super::quant::NeonTile;
 use crate::quant::f16::neon::widen4;
-use crate::matmul::acts::ActRows;
-use crate::matmul::operands::{DstView, Weights};
+use crate::ops::mul_mat::tiles::acts::ActRows;
+use crate::ops::mul_mat::tiles::operands::{DstView, Weights};
 #[cfg(doc)]
-use crate::matmul::walk::{TileShapes, PANEL_MIN_ACTS};
+use crate::ops::mul_mat::tiles::walk::{TileShapes, PANEL_MIN_ACTS};
 use std::arch::aarch64::*;
 
 /// Fills `dst` one activation row at a time: four weight rows at a time, then the rest. Decoding

@@ -19,8 +19,8 @@
 //! two-row path and ggml's repacked layouts, which keep these weights away from the SIMD device
 //! anyway (`docs/simd.md`).
 
-use super::tiles::{block_ints, dot4_base, sdot};
-use crate::matmul::acts::ActRows;
+use super::lanes::{block_ints, dot4_base, sdot};
+use crate::ops::mul_mat::tiles::acts::ActRows;
 use crate::quant::f16::fp16_to_fp32;
 use crate::quant::q8_k::BlockQ8K;
 use crate::quant::{BlockQ4K, BlockQ5K, BlockQ6K, Format, Q4K, Q5K, Q6K};

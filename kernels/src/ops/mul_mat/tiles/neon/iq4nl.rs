@@ -10,8 +10,8 @@
 // Register tiles index outputs and unpacked blocks with the same row and column numbers.
 #![allow(clippy::needless_range_loop)]
 
-use super::tiles::block_ints;
-use crate::matmul::acts::ActRows;
+use super::lanes::block_ints;
+use crate::ops::mul_mat::tiles::acts::ActRows;
 use crate::quant::f16::fp16_to_fp32;
 use crate::quant::iq4_nl::{BlockIQ4NL, KVALUES};
 use crate::quant::q8_0::BlockQ8_0;

@@ -382,88 +382,116 @@ pub(crate) unsafe fn float_rows<E: Elem512, A: Elem512>(w: &[&[E]], a: &[&[A]], 
             }
             return;
         }
-        let lw = s.lw.as_ptr();
         if n == 1 {
-            let av = a[0];
-            let mut r0 = 0;
-            while r0 < m {
-                let mut rows = [w[r0].as_ptr(); 8];
-                for (r, p) in rows.iter_mut().enumerate() {
-                    *p = w[(r0 + r).min(m - 1)].as_ptr();
-                }
-                // SAFETY: rows hold k >= np elements (asserted); features by this function's
-                // contract; the tail reads lw[e * mp + r0..+8] (r0 + 8 <= mp) and av[np + e].
-                let out = unsafe {
-                    let red = tile_8x1::<E, A>(rows, av.as_ptr(), np);
-                    if E::F64_TAIL {
-                        add_tail::<true>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
-                    } else {
-                        add_tail::<false>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
-                    }
-                };
-                let mut vals = [0f32; 8];
-                // SAFETY: 8 writable f32.
-                unsafe { _mm256_storeu_ps(vals.as_mut_ptr(), out) };
-                let len = (m - r0).min(8);
-                put(0, r0, &vals[..len]);
-                r0 += 8;
-            }
+            // SAFETY: features by this function's contract; rows hold k = np + tail elements
+            // (asserted); lw holds tail * mp values, mp a multiple of 8.
+            unsafe { one_row(w, a[0], np, tail, mp, s, &mut put) };
             return;
         }
-        // f32 weight rows: widened into the panel (F16) or read in place (F32)
-        let wrows: Vec<*const f32> = if E::F64_TAIL {
-            // rows on 64-byte boundaries, as the activations (no split-line loads)
-            let kp = k.next_multiple_of(16);
-            s.w.resize(m * kp + 15, 0.0);
-            let off = (16 - (s.w.as_ptr() as usize / 4) % 16) % 16;
-            for (r, row) in w.iter().enumerate() {
-                E::widen(row, &mut s.w[off + r * kp..off + r * kp + k]);
-            }
-            (0..mp).map(|r| s.w[off + r.min(m - 1) * kp..].as_ptr()).collect()
-        } else {
-            // SAFETY of the cast: E is f32 when F64_TAIL is false (the only two impls).
-            (0..mp).map(|r| w[r.min(m - 1)].as_ptr() as *const f32).collect()
-        };
-        s.la.resize(tail * 8, 0.0);
-        let la = s.la.as_mut_ptr();
-        let mut j0 = 0;
-        while j0 < n {
-            let cols: [&[A]; 4] = [a[j0], a[(j0 + 1).min(n - 1)], a[(j0 + 2).min(n - 1)], a[(j0 + 3).min(n - 1)]];
-            for e in 0..tail {
-                for c in 0..4 {
-                    let v = cols[c][np + e].to_f32();
-                    // SAFETY: e * 8 + 2c + 1 < tail * 8 = la's length.
-                    unsafe {
-                        *la.add(e * 8 + 2 * c) = v;
-                        *la.add(e * 8 + 2 * c + 1) = v;
-                    }
-                }
-            }
-            let ap = cols.map(|c| c.as_ptr());
-            let nc = (n - j0).min(4);
-            let mut r0 = 0;
-            while r0 < m {
-                // SAFETY: rows hold k >= np f32 (asserted; the panel rows are k long); features
-                // by this function's contract; the tail reads lw[e * mp + r0..+2] (r0 + 2 <= mp)
-                // and la[e * 8..+8].
-                let out = unsafe {
-                    let red = tile_2x4([wrows[r0], wrows[r0 + 1]], ap, np);
-                    if E::F64_TAIL {
-                        add_tail::<true>(red, tail, |e| pair_x4(lw.add(e * mp + r0)), |e| _mm256_loadu_ps(la.add(e * 8)))
-                    } else {
-                        add_tail::<false>(red, tail, |e| pair_x4(lw.add(e * mp + r0)), |e| _mm256_loadu_ps(la.add(e * 8)))
-                    }
-                };
-                let mut vals = [0f32; 8];
-                // SAFETY: 8 writable f32.
-                unsafe { _mm256_storeu_ps(vals.as_mut_ptr(), out) };
-                let len = (m - r0).min(2);
-                for c in 0..nc {
-                    put(j0 + c, r0, &vals[2 * c..2 * c + len]);
-                }
-                r0 += 2;
-            }
-            j0 += 4;
-        }
+        // SAFETY: as above; mp is a multiple of 2.
+        unsafe { many_rows(w, a, np, tail, mp, s, &mut put) }
     })
+}
+
+/// [`float_rows`] with one activation (decoding): 8 weight rows at a time straight from the
+/// weights, the leftovers from `s.lw` (`tail * mp` values).
+///
+/// # Safety
+/// As [`float_rows`]; rows hold `np + tail` elements and `mp` is a multiple of 8.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn one_row<E: Elem512, A: Elem512>(w: &[&[E]], av: &[A], np: usize, tail: usize, mp: usize, s: &Scratch, put: &mut impl FnMut(usize, usize, &[f32])) {
+    let m = w.len();
+    let lw = s.lw.as_ptr();
+    let mut r0 = 0;
+    while r0 < m {
+        let mut rows = [w[r0].as_ptr(); 8];
+        for (r, p) in rows.iter_mut().enumerate() {
+            *p = w[(r0 + r).min(m - 1)].as_ptr();
+        }
+        // SAFETY: rows hold k >= np elements (asserted); features by this function's
+        // contract; the tail reads lw[e * mp + r0..+8] (r0 + 8 <= mp) and av[np + e].
+        let out = unsafe {
+            let red = tile_8x1::<E, A>(rows, av.as_ptr(), np);
+            if E::F64_TAIL {
+                add_tail::<true>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
+            } else {
+                add_tail::<false>(red, tail, |e| _mm256_loadu_ps(lw.add(e * mp + r0)), |e| _mm256_set1_ps(av[np + e].to_f32()))
+            }
+        };
+        let mut vals = [0f32; 8];
+        // SAFETY: 8 writable f32.
+        unsafe { _mm256_storeu_ps(vals.as_mut_ptr(), out) };
+        let len = (m - r0).min(8);
+        put(0, r0, &vals[..len]);
+        r0 += 8;
+    }
+}
+
+/// [`float_rows`] with five or more activations: the weight rows as f32 (widened into the
+/// panel `s.w` for F16), tiles of 2 weight rows x 4 activations, the activations' leftovers
+/// in `s.la`, the weights' in `s.lw` (`tail * mp` values).
+///
+/// # Safety
+/// As [`float_rows`]; rows hold `np + tail` elements and `mp` is a multiple of 2.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]
+unsafe fn many_rows<E: Elem512, A: Elem512>(w: &[&[E]], a: &[&[A]], np: usize, tail: usize, mp: usize, s: &mut Scratch, put: &mut impl FnMut(usize, usize, &[f32])) {
+    let (m, n, k) = (w.len(), a.len(), np + tail);
+    let lw = s.lw.as_ptr();
+    // f32 weight rows: widened into the panel (F16) or read in place (F32)
+    let wrows: Vec<*const f32> = if E::F64_TAIL {
+        // rows on 64-byte boundaries, as the activations (no split-line loads)
+        let kp = k.next_multiple_of(16);
+        s.w.resize(m * kp + 15, 0.0);
+        let off = (16 - (s.w.as_ptr() as usize / 4) % 16) % 16;
+        for (r, row) in w.iter().enumerate() {
+            E::widen(row, &mut s.w[off + r * kp..off + r * kp + k]);
+        }
+        (0..mp).map(|r| s.w[off + r.min(m - 1) * kp..].as_ptr()).collect()
+    } else {
+        // SAFETY of the cast: E is f32 when F64_TAIL is false (the only two impls).
+        (0..mp).map(|r| w[r.min(m - 1)].as_ptr() as *const f32).collect()
+    };
+    s.la.resize(tail * 8, 0.0);
+    let la = s.la.as_mut_ptr();
+    let mut j0 = 0;
+    while j0 < n {
+        let cols: [&[A]; 4] = [a[j0], a[(j0 + 1).min(n - 1)], a[(j0 + 2).min(n - 1)], a[(j0 + 3).min(n - 1)]];
+        for e in 0..tail {
+            for c in 0..4 {
+                let v = cols[c][np + e].to_f32();
+                // SAFETY: e * 8 + 2c + 1 < tail * 8 = la's length.
+                unsafe {
+                    *la.add(e * 8 + 2 * c) = v;
+                    *la.add(e * 8 + 2 * c + 1) = v;
+                }
+            }
+        }
+        let ap = cols.map(|c| c.as_ptr());
+        let nc = (n - j0).min(4);
+        let mut r0 = 0;
+        while r0 < m {
+            // SAFETY: rows hold k >= np f32 (asserted; the panel rows are k long); features
+            // by this function's contract; the tail reads lw[e * mp + r0..+2] (r0 + 2 <= mp)
+            // and la[e * 8..+8].
+            let out = unsafe {
+                let red = tile_2x4([wrows[r0], wrows[r0 + 1]], ap, np);
+                if E::F64_TAIL {
+                    add_tail::<true>(red, tail, |e| pair_x4(lw.add(e * mp + r0)), |e| _mm256_loadu_ps(la.add(e * 8)))
+                } else {
+                    add_tail::<false>(red, tail, |e| pair_x4(lw.add(e * mp + r0)), |e| _mm256_loadu_ps(la.add(e * 8)))
+                }
+            };
+            let mut vals = [0f32; 8];
+            // SAFETY: 8 writable f32.
+            unsafe { _mm256_storeu_ps(vals.as_mut_ptr(), out) };
+            let len = (m - r0).min(2);
+            for c in 0..nc {
+                put(j0 + c, r0, &vals[2 * c..2 * c + len]);
+            }
+            r0 += 2;
+        }
+        j0 += 4;
+    }
 }

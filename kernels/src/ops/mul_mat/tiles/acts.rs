@@ -129,7 +129,7 @@ pub(super) fn halves(level: SimdLevel, k: usize) -> bool {
 const AVX512_HALVES_MIN_K: usize = 1024;
 
 /// Whether F16 products at `level` accumulate in half precision: NEON on a CPU with FEAT_FP16,
-/// as ggml-cpu built with `+fp16` (see `neon::tiles::f16_tile_hp`); their activations are then
+/// as ggml-cpu built with `+fp16` (see `neon::float::f16_tile_hp`); their activations are then
 /// prepared as half bits too.
 #[cfg(target_arch = "aarch64")]
 fn half_products(level: SimdLevel) -> bool {
@@ -188,6 +188,21 @@ impl Default for QuantizedActs {
     }
 }
 
+/// Converts row `j` of `acts` into `out`'s `j`-th chunk of `width` items, rows in parallel.
+fn rows<T: Send>(out: &mut [T], width: usize, n: usize, par: ParRows<'_>, f: impl Fn(usize, &mut [T]) + Sync) {
+    let slots: Vec<parking_lot::Mutex<&mut [T]>> = out.chunks_exact_mut(width.max(1)).take(n).map(parking_lot::Mutex::new).collect();
+    par(slots.len(), &|j| f(j, &mut slots[j].lock()));
+}
+
+/// Buffers only grow (the rows written are the only ones read): whisper's products alternate
+/// between the F16 partner's two forms, and clearing the other one (or shrinking it) made the
+/// next product zero-fill it again, 36 MB per layer for KQV's halves.
+fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
+    if v.len() < len {
+        v.resize(len, fill);
+    }
+}
+
 impl QuantizedActs {
     pub fn new() -> Self {
         QuantizedActs {
@@ -226,97 +241,101 @@ impl QuantizedActs {
     /// once for every `j < n`, in any order and on any threads (a prompt's activations are as
     /// much work as a small matrix product, so the caller spreads them over its thread pool).
     pub fn prepare_par(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>, par: ParRows<'_>) {
-        let (k, n) = (acts.k, acts.n);
-        self.k = k;
-        self.n = n;
-        /// Converts row `j` of `acts` into `out`'s `j`-th chunk of `width` items, rows in parallel.
-        fn rows<T: Send>(out: &mut [T], width: usize, n: usize, par: ParRows<'_>, f: impl Fn(usize, &mut [T]) + Sync) {
-            let slots: Vec<parking_lot::Mutex<&mut [T]>> = out.chunks_exact_mut(width.max(1)).take(n).map(parking_lot::Mutex::new).collect();
-            par(slots.len(), &|j| f(j, &mut slots[j].lock()));
-        }
+        self.k = acts.k;
+        self.n = acts.n;
         match wtype {
             WType::F32 => self.kind = QKind::None,
-            WType::F16 => {
-                self.kind = QKind::F16;
-                // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
-                // tiles load whole cache lines, and split-line loads slowed whisper's attention
-                let hs = k.next_multiple_of(16);
-                self.h_stride = hs;
-                // the kernels that read half bits get no f32 copy (it was twice the bytes of
-                // ggml's F16 work buffer: 72 MB during whisper base's KQV)
-                // Buffers only grow (the rows written are the only ones read): whisper's products
-                // alternate between the two forms, and clearing the other one (or shrinking it)
-                // made the next product zero-fill it again, 36 MB per layer for KQV's halves.
-                fn grow<T: Clone>(v: &mut Vec<T>, len: usize, fill: T) {
-                    if v.len() < len {
-                        v.resize(len, fill);
-                    }
-                }
-                self.halves = halves(level, k);
-                if self.halves {
-                    grow(&mut self.hb, n * hs, 0);
-                    rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
-                    return;
-                }
-                grow(&mut self.h, n * hs + 15, 0.0);
-                self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
-                let off = self.h_off;
-                rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
+            WType::F16 => self.prepare_f16(level, acts, par),
+            WType::Q4_0 | WType::Q5_0 | WType::Q8_0 | WType::IQ4NL => self.prepare_q8_0(level, wtype, acts, par),
+            WType::Q4K | WType::Q5K | WType::Q6K => self.prepare_q8k(acts, par),
+            WType::Q4_1 | WType::Q5_1 => self.prepare_q8_1(level, acts, par),
+        }
+    }
+
+    /// F16 weights' partner: the activations rounded to halves, as half bits or as f32.
+    fn prepare_f16(&mut self, level: SimdLevel, acts: &Acts<'_>, par: ParRows<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        self.kind = QKind::F16;
+        // rows start on 64-byte boundaries (stride rounded up to 16 floats): the AVX-512
+        // tiles load whole cache lines, and split-line loads slowed whisper's attention
+        let hs = k.next_multiple_of(16);
+        self.h_stride = hs;
+        // the kernels that read half bits get no f32 copy (it was twice the bytes of
+        // ggml's F16 work buffer: 72 MB during whisper base's KQV)
+        self.halves = halves(level, k);
+        if self.halves {
+            grow(&mut self.hb, n * hs, 0);
+            rows(&mut self.hb, hs, n, par, |j, out| quant::f16::f32_to_f16_slice_at(level, acts.row(j), &mut out[..k]));
+            return;
+        }
+        grow(&mut self.h, n * hs + 15, 0.0);
+        self.h_off = (16 - (self.h.as_ptr() as usize / 4) % 16) % 16;
+        let off = self.h_off;
+        rows(&mut self.h[off..], hs, n, par, |j, out| quant::f16::round_f16_slice_at(level, acts.row(j), &mut out[..k]));
+    }
+
+    /// Q8_0 blocks (Q4_0, Q5_0, Q8_0, IQ4_NL weights), their scales block-major, and on
+    /// AVX-512 the `vpdpbusd` offsets.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+    fn prepare_q8_0(&mut self, level: SimdLevel, wtype: WType, acts: &Acts<'_>, par: ParRows<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
+        self.kind = QKind::Q8_0;
+        let nb = k / QK;
+        self.q8_0.resize(nb * n, BlockQ8_0::default());
+        rows(&mut self.q8_0, nb, n, par, |j, out| q8_0::quantize_row_at(level, acts.row(j), out));
+        self.d.resize(nb * n, 0.0);
+        // block-major: d[b * n + j] is block b of row j (nested loops: the index
+        // divisions per block were most of a decode step's activation preparation)
+        for (j, row) in self.q8_0.chunks_exact(nb).enumerate() {
+            for (b, blk) in row.iter().enumerate() {
+                self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
             }
-            WType::Q4_0 | WType::Q5_0 | WType::Q8_0 | WType::IQ4NL => {
-                assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
-                self.kind = QKind::Q8_0;
-                let nb = k / QK;
-                self.q8_0.resize(nb * n, BlockQ8_0::default());
-                rows(&mut self.q8_0, nb, n, par, |j, out| q8_0::quantize_row_at(level, acts.row(j), out));
-                self.d.resize(nb * n, 0.0);
-                // block-major: d[b * n + j] is block b of row j (nested loops: the index
-                // divisions per block were most of a decode step's activation preparation)
-                for (j, row) in self.q8_0.chunks_exact(nb).enumerate() {
-                    for (b, blk) in row.iter().enumerate() {
-                        self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
-                    }
-                }
-                // (IQ4_NL runs the AVX2 kernels on AVX-512 too, which read no offsets)
-                #[cfg(target_arch = "x86_64")]
-                if crate::cpu_features::clamp_level(level) == SimdLevel::Avx512 && wtype != WType::IQ4NL {
-                    let off = match wtype {
-                        WType::Q4_0 => -8,
-                        WType::Q5_0 => -16,
-                        _ => -128,
-                    };
-                    offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
-                }
-            }
-            WType::Q4K | WType::Q5K | WType::Q6K => {
-                assert!(k.is_multiple_of(q8_k::QK_K), "k = {k} is not a multiple of {}", q8_k::QK_K);
-                self.kind = QKind::Q8K;
-                let nb = k / q8_k::QK_K;
-                self.q8k.resize(nb * n, BlockQ8K::default());
-                // (an all-zero row block keeps the bsums of an earlier product under the host's
-                // quantizer, which leaves them unwritten as ggml's wdata does: every kernel
-                // multiplies them by that block's zero scale)
-                let host = self.host_q8k;
-                rows(&mut self.q8k, nb, n, par, |j, out| match host {
-                    Some(h) => h.quantize(acts.row(j), out),
-                    None => q8_k::quantize_row(acts.row(j), out),
-                });
-            }
-            WType::Q4_1 | WType::Q5_1 => {
-                assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
-                self.kind = QKind::Q8_1;
-                let nb = k / QK;
-                self.q8_1.resize(nb * n, BlockQ8_1::default());
-                rows(&mut self.q8_1, nb, n, par, |j, out| q8_1::quantize_row_at(level, acts.row(j), out));
-                self.d.resize(nb * n, 0.0);
-                self.s.resize(nb * n, 0.0);
-                // block-major, as for Q8_0
-                for (j, row) in self.q8_1.chunks_exact(nb).enumerate() {
-                    for (b, blk) in row.iter().enumerate() {
-                        self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
-                        self.s[b * n + j] = quant::f16::fp16_to_fp32(blk.s);
-                    }
-                }
+        }
+        // (IQ4_NL runs the AVX2 kernels on AVX-512 too, which read no offsets)
+        #[cfg(target_arch = "x86_64")]
+        if crate::cpu_features::clamp_level(level) == SimdLevel::Avx512 && wtype != WType::IQ4NL {
+            let off = match wtype {
+                WType::Q4_0 => -8,
+                WType::Q5_0 => -16,
+                _ => -128,
+            };
+            offsets(self.q8_0.iter().map(|b| b.qs), off, &mut self.off);
+        }
+    }
+
+    /// Q8_K blocks (the K-quants), by the host's quantizer when it has one.
+    fn prepare_q8k(&mut self, acts: &Acts<'_>, par: ParRows<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        assert!(k.is_multiple_of(q8_k::QK_K), "k = {k} is not a multiple of {}", q8_k::QK_K);
+        self.kind = QKind::Q8K;
+        let nb = k / q8_k::QK_K;
+        self.q8k.resize(nb * n, BlockQ8K::default());
+        // (an all-zero row block keeps the bsums of an earlier product under the host's
+        // quantizer, which leaves them unwritten as ggml's wdata does: every kernel
+        // multiplies them by that block's zero scale)
+        let host = self.host_q8k;
+        rows(&mut self.q8k, nb, n, par, |j, out| match host {
+            Some(h) => h.quantize(acts.row(j), out),
+            None => q8_k::quantize_row(acts.row(j), out),
+        });
+    }
+
+    /// Q8_1 blocks (Q4_1, Q5_1 weights), their scales and sums block-major.
+    fn prepare_q8_1(&mut self, level: SimdLevel, acts: &Acts<'_>, par: ParRows<'_>) {
+        let (k, n) = (acts.k, acts.n);
+        assert!(k.is_multiple_of(QK), "k = {k} is not a multiple of {QK}");
+        self.kind = QKind::Q8_1;
+        let nb = k / QK;
+        self.q8_1.resize(nb * n, BlockQ8_1::default());
+        rows(&mut self.q8_1, nb, n, par, |j, out| q8_1::quantize_row_at(level, acts.row(j), out));
+        self.d.resize(nb * n, 0.0);
+        self.s.resize(nb * n, 0.0);
+        // block-major, as for Q8_0
+        for (j, row) in self.q8_1.chunks_exact(nb).enumerate() {
+            for (b, blk) in row.iter().enumerate() {
+                self.d[b * n + j] = quant::f16::fp16_to_fp32(blk.d);
+                self.s[b * n + j] = quant::f16::fp16_to_fp32(blk.s);
             }
         }
     }

@@ -13,9 +13,9 @@ pub trait TileFormat: super::avx2::quant::Avx2Tile {}
 impl<F: super::avx2::quant::Avx2Tile> TileFormat for F {}
 /// A block format with a tile kernel on this machine's SIMD levels.
 #[cfg(target_arch = "aarch64")]
-pub trait TileFormat: super::neon::tiles::NeonTile {}
+pub trait TileFormat: super::neon::quant::NeonTile {}
 #[cfg(target_arch = "aarch64")]
-impl<F: super::neon::tiles::NeonTile> TileFormat for F {}
+impl<F: super::neon::quant::NeonTile> TileFormat for F {}
 /// A block format with a tile kernel on this machine's SIMD levels.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub trait TileFormat: Format {}
@@ -36,7 +36,7 @@ pub fn vec_dot_at<F: TileFormat>(level: SimdLevel, x: &[F::W], y: &[F::A]) -> f3
         #[cfg(target_arch = "aarch64")]
         SimdLevel::Neon => {
             let (d, s): (Vec<f32>, Vec<f32>) = y.iter().map(F::act_scale_sum).unzip();
-            super::neon::tiles::quant_dot::<F>(x, y, &d, &s)
+            super::neon::quant::quant_dot::<F>(x, y, &d, &s)
         }
         _ => F::vec_dot_portable(x, y),
     }

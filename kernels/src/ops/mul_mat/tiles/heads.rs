@@ -129,18 +129,8 @@ unsafe fn rows_k<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: us
     // (taken out of the thread-local rather than used inside `with`: a closure would not be
     // compiled with the level's features)
     let mut panel = PANEL.with(|p| std::mem::take(&mut *p.borrow_mut()));
-    panel.clear();
-    panel.resize(groups * K * lanes, 0.0);
-    let mut group_rows: Vec<&[E]> = Vec::with_capacity(lanes);
-    for g in 0..groups {
-        // lanes past the last row repeat it (computed, not stored)
-        group_rows.clear();
-        group_rows.extend((0..lanes).map(|lane| w(r0 + (lanes * g + lane).min(m - 1))));
-        assert!(group_rows.iter().all(|r| r.len() == K), "row of the wrong length");
-        // SAFETY: LANES rows of K elements (asserted); group g's K * LANES floats are inside the
-        // panel (resized above); features by this function's contract.
-        unsafe { <L as LaneRows<E>>::transpose(&group_rows, K, panel.as_mut_ptr().add(g * K * lanes)) };
-    }
+    // SAFETY: passed on from this function's contract.
+    unsafe { transpose_rows::<L, E, K>(&w, r0, m, &mut panel) };
     let full = m / lanes;
     let acts = dst.act_rows();
     let mut ar = [[0f32; K]; BLOCK];
@@ -183,6 +173,29 @@ unsafe fn rows_k<'w, 'a, L: LaneRows<E> + LaneRows<A>, E: 'w, A: 'a, const C: us
         j0 += nb;
     }
     PANEL.with(|p| *p.borrow_mut() = panel);
+}
+
+/// The weight rows `r0..r0 + m` of [`rows_k`] transposed into `panel`, `LANES` rows a group
+/// (`K * LANES` floats each); lanes past the last row repeat it (computed, not stored).
+///
+/// # Safety
+/// As [`rows`].
+#[inline(always)]
+unsafe fn transpose_rows<'w, L: LaneRows<E>, E: 'w, const K: usize>(w: &impl Fn(usize) -> &'w [E], r0: usize, m: usize, panel: &mut Vec<f32>) {
+    let lanes = <L as Lanes>::LANES;
+    let groups = m.div_ceil(lanes);
+    panel.clear();
+    panel.resize(groups * K * lanes, 0.0);
+    let mut group_rows: Vec<&[E]> = Vec::with_capacity(lanes);
+    for g in 0..groups {
+        // lanes past the last row repeat it (computed, not stored)
+        group_rows.clear();
+        group_rows.extend((0..lanes).map(|lane| w(r0 + (lanes * g + lane).min(m - 1))));
+        assert!(group_rows.iter().all(|r| r.len() == K), "row of the wrong length");
+        // SAFETY: LANES rows of K elements (asserted); group g's K * LANES floats are inside the
+        // panel (resized above); features by this function's contract.
+        unsafe { <L as LaneRows<E>>::transpose(&group_rows, K, panel.as_mut_ptr().add(g * K * lanes)) };
+    }
 }
 
 /// `LANES` outputs (lanes: the group's weight rows) for each of `C` activation rows. Output
