@@ -5,7 +5,7 @@
  *   5-op: vpmaddubsw, vpmaddwd (pairs to i32), vcvtdq2ps, vmulps (dw * da), vfmadd231ps
  *   4-op: the same without the scale multiply (scales precomputed)
  * and loops of one or two instructions for the ports. Inline asm (GCC/clang, x86_64 AVX2/FMA).
- * On CPUs with AVX-512 VNNI also the 512-bit tile's instructions (kernels/src/matmul/avx512/quant.rs):
+ * On CPUs with AVX-512 VNNI also the 512-bit tile's instructions (kernels/src/ops/mul_mat/tiles/avx512/quant.rs):
  * one register holds two outputs' 8 lanes, so one vpdpbusd, vmulps, vcvtdq2ps and vfmadd231ps
  * (zmm) serve two output blocks; printed per output block.
  * Build and run: tools/tile-bound/run.sh

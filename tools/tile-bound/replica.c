@@ -1,5 +1,5 @@
 /*
- * A C replica of the AVX2 Q4_1 panel tile (kernels/src/matmul/avx2/quant.rs, panel_tile) on the
+ * A C replica of the AVX2 Q4_1 panel tile (kernels/src/ops/mul_mat/tiles/avx2/quant.rs, panel_tile) on the
  * layout the library uses inside a chunk: 16 unpacked weight rows (quants and broadcast scales),
  * 256 activation rows of Q8_1 blocks (36 bytes), scales block-major; the walk over cache blocks
  * of 8 activation rows, 2x4 tiles, eight horizontal sums per tile. Mode 0 is the library's

@@ -1,5 +1,5 @@
 /*
- * A C replica of the AVX-512 Q4_1 panel tile (kernels/src/matmul/avx512/quant.rs, Panel::tile) on
+ * A C replica of the AVX-512 Q4_1 panel tile (kernels/src/ops/mul_mat/tiles/avx512/quant.rs, Panel::tile) on
  * the library's layout inside a chunk: 8 row pairs of unpacked weights (both rows' bytes in one
  * register, scales broadcast over the matching halves), 256 activation rows of Q8_1 blocks
  * (36 bytes), scales block-major; columns in groups of 4 outside, row pairs inside, 2 x 4 tiles.
