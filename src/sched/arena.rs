@@ -62,8 +62,8 @@ impl<R: Rev> Arena<R> {
     }
 
     /// `ggml_view_tensor`: a view of all of `src` (following `src`'s own view source), named "<src> (view)".
-    pub fn view_of(&mut self, src: *mut Tensor<R>) -> *mut Tensor<R> {
-        let s = crate::abi::vtable::obj(src).expect("view of a live tensor");
+    pub fn view_of(&mut self, live: &crate::abi::vtable::Live, src: *mut Tensor<R>) -> *mut Tensor<R> {
+        let s = live.obj(src).expect("view of a live tensor");
         let mut t = blank(s);
         let (mut vsrc, mut offs) = (src, 0usize);
         if !s.view_src.is_null() {
@@ -72,7 +72,7 @@ impl<R: Rev> Arena<R> {
         }
         t.view_src = vsrc;
         t.view_offs = offs;
-        if let Some(v) = crate::abi::vtable::obj(vsrc) {
+        if let Some(v) = live.obj(vsrc) {
             if !v.data.is_null() {
                 t.data = (v.data as usize + offs) as *mut std::ffi::c_void;
             }
