@@ -168,6 +168,9 @@ pub fn buffer_clear<R: Rev>(b: &Buffer<R>, value: u8) -> Result<()> {
     b.clear(value)
 }
 
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> Result<()> {
     // SAFETY: NULL or a live buffer (trust contract): one C passed to the export, a part of a
     // multi-buffer, one the allocator allocated; nothing else borrows it during the call.
@@ -318,6 +321,9 @@ pub fn tensor_copy<R: Rev>(src: &Tensor<R>, dst: &Tensor<R>) -> Result<()> {
 }
 
 /// `tensor_alloc`: places an unallocated tensor at `addr` inside `buffer`.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn tensor_alloc<R: Rev>(b: &Buffer<R>, t: *mut Tensor<R>, addr: *mut c_void) -> Result<Status> {
     // SAFETY: NULL or a live tensor C passed to the export (trust contract), ours for the call.
     let Some(tr) = (unsafe { crate::abi::vtable::obj_mut(t) }) else { bail!("tensor is NULL") };
@@ -342,6 +348,9 @@ pub fn tensor_alloc<R: Rev>(b: &Buffer<R>, t: *mut Tensor<R>, addr: *mut c_void)
 }
 
 /// `view_init`: points a view at its source's data and buffer.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn view_init<R: Rev>(t: *mut Tensor<R>) -> Result<Status> {
     // SAFETY: NULL or a live tensor (trust contract): one C passed to the export, or one of
     // graph_copy's own; ours for the call.

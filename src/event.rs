@@ -18,6 +18,9 @@ pub fn event_new<R: Rev>(dev: Option<&Device<R>>) -> *mut Event<R> {
     dev.map(|d| d.event_new()).unwrap_or(std::ptr::null_mut())
 }
 
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn event_free<R: Rev>(e: *mut Event<R>) -> Result<()> {
     // SAFETY: NULL or an event C passed to the export or a scheduler made (trust contract).
     let Some(ev) = (unsafe { obj(e) }) else { return Ok(()) };

@@ -390,6 +390,9 @@ pub fn names_match<R: Rev>(a: &str, b: &str) -> bool {
 
 /// `dev_init`: the device's backend, or NULL as its `init_backend` answered. A C++ exception
 /// thrown by it (stock lets it terminate the app) is one warning and NULL.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
     // SAFETY: a device C passed to the export: the trust contract.
     let Some(d) = (unsafe { obj(dev) }) else { return Ok(std::ptr::null_mut()) };

@@ -53,10 +53,13 @@ pub unsafe fn obj_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
     unsafe { p.as_mut() }
 }
 
-/// A handle C passes back to its own vtable (`self` of a buffer, backend, device, reg; an event)
-/// as ggml's non-const pointer. Our side only reads these structs while C has them; what a
-/// backend changes lives behind their `context`, which we never borrow. So a shared borrow may
-/// hand one over; this is the one place that says so.
+/// An object handed to C through one of ggml's non-const pointers that C only reads: the `self`
+/// of a buffer type, buffer, backend, device or reg passed back to its own vtable (a backend's
+/// state lives behind `context`, which we never borrow), a tensor whose *data* a transfer writes
+/// (`set_tensor`, `memset_tensor`, a copy's destination: the bytes at `data`, not the struct), an
+/// event to wait on, a GUID. A shared borrow may hand these over; this is the one place that
+/// says so. Where C may write the struct itself (a graph to compute or optimize, a tensor
+/// `init_tensor` may annotate), the pointer comes from a `&mut` or from C.
 pub fn c_handle<T>(r: &T) -> *mut T {
     r as *const T as *mut T
 }
@@ -76,13 +79,13 @@ impl Live {
         Live(())
     }
     /// Borrows a C object for as long as the token is borrowed; `None` for NULL.
-    pub fn obj<'l, T>(&'l self, p: *const T) -> Option<&'l T> {
+    pub fn obj<T>(&self, p: *const T) -> Option<&T> {
         // SAFETY: the promise of `vouch`; the reference cannot outlive the token's borrow.
         unsafe { p.as_ref() }
     }
     /// Mutably borrows a C object while the token is mutably borrowed (so not beside another
     /// borrow taken through the same token); `None` for NULL.
-    pub fn obj_mut<'l, T>(&'l mut self, p: *mut T) -> Option<&'l mut T> {
+    pub fn obj_mut<T>(&mut self, p: *mut T) -> Option<&mut T> {
         // SAFETY: as above.
         unsafe { p.as_mut() }
     }

@@ -2,6 +2,11 @@
 //! core. Each function here backs the C symbol `<p>ggml_backend_<same name>`; errors become one log
 //! line and the function's "no" value in `ffi::guard`.
 
+// This is where C's pointers enter: each is taken on, with its `// SAFETY:` line, by
+// `non_null!` / `nullable!` / `sched_mut!` / `graph_mut!` or a slice built from it; making these
+// functions `unsafe` would only move the same promise into the generated exports.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use crate::abi::vtable::{cstr, obj, obj_mut};
 use crate::abi::*;
 use crate::error::Result;
