@@ -1,5 +1,6 @@
-//! The one place where pointers handed over by C become Rust references and where the C vtables
-//! of ggml's backend structs are called. Everything above this module is safe Rust.
+//! Where the trust placed in C's pointers is stated, and the C vtables of ggml's backend structs
+//! are called. Above the FFI layer (the export glue, the vtables C calls back, the host calls) the
+//! scheduler, the allocator and the rest are safe Rust.
 //!
 //! Trust contract: a non-NULL handle passed to a ggml-backend function points to a live object of
 //! the revision's layout, and so do the non-NULL pointer fields of a live object (a tensor's
@@ -9,20 +10,26 @@
 //!
 //! How the contract is taken on, and why in this shape (issue 43): a pointer becomes a reference in
 //! one of three ways, none of which yields a reference of a lifetime chosen from nowhere.
-//! - [`obj`] / [`obj_mut`] are `unsafe fn`: where a pointer enters from C (the export glue, the
-//!   vtables C calls back, a value a backend returns) the caller writes a `// SAFETY:` line.
+//! - [`obj`] / [`obj_mut`] are `unsafe fn` (like `ptr::as_ref`): where a pointer enters from C
+//!   (the export glue, the vtables C calls back, a value a backend returns) the caller writes a
+//!   `// SAFETY:` line saying where the pointer comes from.
 //! - The accessors of a borrowed object (`Tensor::src_ref`, `Tensor::data_buffer_ref`,
-//!   `Backend::device_ref`, ...) follow its pointer fields; the result is bound to that borrow.
-//! - [`Live`] is the scheduler's and the allocator's capability to follow the tensors and
-//!   backends of the graphs C hands them: minted by an `unsafe` call at the export glue that
-//!   creates them (the promise is the caller's: "what you hand this scheduler stays live while it
-//!   works on it"), its references are bound to the borrow of the token, so none outlives the
-//!   function that holds it. A `Live` per call site, or `unsafe` at each of ~190 sites, would state
-//!   the same promise again at every line and bury the few places where it is really taken on.
+//!   `Buffer::buft_ref`, `Backend::device_ref`, `CGraph::node`, ...) follow its pointer fields; the
+//!   result is bound to that borrow.
+//! - [`Live`] is the scheduler's and the allocator's capability to follow the backends, buffer
+//!   types and graph tensors handed to them: minted by an `unsafe` call in the export glue's
+//!   `sched_new` (the promise is ggml's scheduler contract: the backends outlive the scheduler, a
+//!   graph handed to it is live while it works on it), its references are bound to the borrow of
+//!   the token, so none outlives the function that holds it. `unsafe` at each of the ~100 places
+//!   where the scheduler and the allocator follow a pointer would restate that one promise on
+//!   every line and bury the few places where a promise is really made. What the token cannot
+//!   check: it is `Copy`, so `obj_mut`'s exclusivity holds per copy; the code takes `&mut` only
+//!   for a write and holds no other borrow of that object across it (Miri checks the allocator's
+//!   and the arena's tests for this, `scripts/miri.sh`).
 //!
 //! No shared reference becomes a mutable pointer handed to C: a `*mut` given to C comes from a
-//! `&mut`, a pointer C gave us, or [`c_handle`], which says once why a handle C only passes back to
-//! its own vtable (ggml's API takes them as non-const pointers) may come from a shared borrow.
+//! `&mut` (a graph to compute or optimize), a pointer C gave us and we kept, or [`c_handle`],
+//! which says once which objects C only reads through ggml's non-const pointers.
 
 // The vtable calls take C's pointers (tensors, graphs, events) and hand them on to C, which reads
 // them under the contract above; they dereference nothing themselves but `self`.

@@ -241,7 +241,7 @@ fn random_graphs_placements_are_disjoint_and_no_larger_than_best_fit() {
     let kinds = [ops.add, ops.mul, ops.scale, ops.mul_mat, ops.rms_norm, ops.cpy, ops.soft_max];
     let mut rng = Lcg(7);
     // under Miri (scripts/miri.sh), where a round takes seconds, the first rounds only
-    for round in 0..if cfg!(miri) { 6 } else { 60 } {
+    for round in 0..if cfg!(miri) { 3 } else { 60 } {
         let mut g = G::new();
         let mut pool: Vec<*mut T> = (0..3).map(|_| g.leaf([64, 4, 1, 1])).collect();
         for _ in 0..(10 + rng.next(80)) {
@@ -381,7 +381,7 @@ fn random_graphs_with_inputs_never_exceed_stock() {
     let mut rng = Lcg(11);
     let (mut n_risky, mut n_pinned_all) = (0, 0);
     // under Miri, the first rounds only (as above)
-    for round in 0..if cfg!(miri) { 8 } else { 80 } {
+    for round in 0..if cfg!(miri) { 3 } else { 80 } {
         let mut g = G::new();
         let mut pool: Vec<*mut T> = (0..4)
             .map(|_| {
