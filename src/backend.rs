@@ -1,6 +1,6 @@
 //! Backends (streams): tensor transfers with stock's synchronous fallbacks, graph compute and plans.
 
-use crate::abi::vtable::obj;
+use crate::abi::vtable::c_handle;
 use crate::abi::*;
 use crate::buffer::{buft_alloc_buffer, tensor_copy, tensor_get, tensor_set};
 use crate::error::Result;
@@ -8,9 +8,9 @@ use crate::tensor::{check_range, same_layout};
 use crate::{bail, ensure};
 use std::ffi::c_void;
 
-pub fn default_buffer_type<R: Rev>(b: &Backend<R>) -> Result<&'static BufferType<R>> {
-    let Some(dev) = obj(b.device) else { bail!("backend has no device") };
-    match obj(dev.buffer_type()?) {
+pub fn default_buffer_type<R: Rev>(b: &Backend<R>) -> Result<&BufferType<R>> {
+    let Some(dev) = b.device_ref() else { bail!("backend has no device") };
+    match dev.buffer_type_ref()? {
         Some(t) => Ok(t),
         None => bail!("device has no buffer type"),
     }
@@ -28,7 +28,7 @@ fn check_allocated<R: Rev>(t: &Tensor<R>, offset: usize, size: usize, what: &str
 pub fn tensor_set_async<R: Rev>(b: &Backend<R>, t: &Tensor<R>, data: *const c_void, offset: usize, size: usize) -> Result<()> {
     check_allocated(t, offset, size, "write")?;
     ensure!(!data.is_null() || size == 0, "source data is NULL");
-    if !b.set_tensor_async(t as *const _ as *mut _, data, offset, size) {
+    if !b.set_tensor_async(c_handle(t), data, offset, size) {
         // 2026: the work queued on the backend ends first, as stock
         if R::ASYNC_IO_FALLBACK_SYNCS {
             b.synchronize();
@@ -57,7 +57,7 @@ pub fn tensor_copy_async<R: Rev>(src_b: &Backend<R>, dst_b: &Backend<R>, src: &T
     if std::ptr::eq(src, dst) {
         return Ok(());
     }
-    if dst_b.cpy_tensor_async(src_b.me(), src, dst as *const _ as *mut _) {
+    if dst_b.cpy_tensor_async(src_b.me(), src, c_handle(dst)) {
         return Ok(());
     }
     src_b.synchronize();
@@ -72,21 +72,21 @@ pub fn graph_compute<R: Rev>(b: &Backend<R>, g: *mut CGraph<R>) -> Result<Status
 }
 
 pub fn supports_op<R: Rev>(b: &Backend<R>, op: &Tensor<R>) -> Result<bool> {
-    match obj(b.device) {
+    match b.device_ref() {
         Some(d) => d.supports_op(op),
         None => bail!("backend has no device"),
     }
 }
 
 pub fn supports_buft<R: Rev>(b: &Backend<R>, buft: *mut BufferType<R>) -> Result<bool> {
-    match obj(b.device) {
+    match b.device_ref() {
         Some(d) => d.supports_buft(buft),
         None => bail!("backend has no device"),
     }
 }
 
 pub fn offload_op<R: Rev>(b: &Backend<R>, op: &Tensor<R>) -> Result<bool> {
-    match obj(b.device) {
+    match b.device_ref() {
         Some(d) => Ok(d.offload_op(op)),
         None => bail!("backend has no device"),
     }

@@ -4,7 +4,7 @@
 //! Ownership: a `Buffer` is created by `buffer_init` (ours, or a C backend calling it) and freed
 //! exactly once by `buffer_free`, which first runs the buffer's own `free_buffer` on its context.
 
-use crate::abi::vtable::{copy_bytes, fill_bytes, obj};
+use crate::abi::vtable::{c_handle, copy_bytes, fill_bytes, obj};
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::{check_range, nbytes, same_layout};
@@ -98,7 +98,7 @@ pub fn buft_name<R: Rev>(buft: &BufferType<R>) -> Result<*const c_char> {
 /// A 0-byte request returns a dummy buffer (size 0, base NULL) without asking the buffer type.
 pub fn buft_alloc_buffer<R: Rev>(buft: &BufferType<R>, size: usize) -> Result<*mut Buffer<R>> {
     if size == 0 {
-        return Ok(buffer_init(buft as *const _ as *mut _, BufferI::EMPTY, std::ptr::null_mut(), 0));
+        return Ok(buffer_init(c_handle(buft), BufferI::EMPTY, std::ptr::null_mut(), 0));
     }
     let b = buft.alloc(size)?;
     ensure!(!b.is_null(), "failed to allocate {} buffer of size {}", crate::abi::vtable::cstr(buft.name()?), size);
@@ -154,7 +154,8 @@ pub fn buffer_init<R: Rev>(buft: *mut BufferType<R>, iface: BufferI<R>, context:
 // A NULL-checked handle from C that only `buffer_init` hands out (trust model in abi::vtable).
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
-    let Some(b) = obj(buffer) else { return };
+    // SAFETY: NULL or a buffer of `buffer_init`, not yet freed (as below).
+    let Some(b) = (unsafe { obj(buffer) }) else { return };
     b.release_context();
     // SAFETY: every buffer is created by `buffer_init` (Box::into_raw) and freed once, here.
     drop(unsafe { Box::from_raw(buffer) });
@@ -167,8 +168,13 @@ pub fn buffer_clear<R: Rev>(b: &Buffer<R>, value: u8) -> Result<()> {
     b.clear(value)
 }
 
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn buffer_set_usage<R: Rev>(buffer: *mut Buffer<R>, usage: BufferUsage) -> Result<()> {
-    let Some(b) = crate::abi::vtable::obj_mut(buffer) else { bail!("buffer is NULL") };
+    // SAFETY: NULL or a live buffer (trust contract): one C passed to the export, a part of a
+    // multi-buffer, one the allocator allocated; nothing else borrows it during the call.
+    let Some(b) = (unsafe { crate::abi::vtable::obj_mut(buffer) }) else { bail!("buffer is NULL") };
     b.usage = usage;
     if is_multi_buffer(b) {
         multi_buffer_set_usage(b, usage)?;
@@ -189,14 +195,15 @@ pub fn multi_buffer_set_usage<R: Rev>(b: &Buffer<R>, usage: BufferUsage) -> Resu
 }
 
 pub fn buffer_copy_tensor<R: Rev>(src: &Tensor<R>, dst: &Tensor<R>) -> Result<bool> {
-    let Some(dst_buf) = obj(dst.data_buffer()) else { bail!("destination tensor '{}' has no buffer", dst.name()) };
-    Ok(dst_buf.cpy_tensor(src, dst as *const _ as *mut _))
+    let Some(dst_buf) = dst.data_buffer_ref() else { bail!("destination tensor '{}' has no buffer", dst.name()) };
+    Ok(dst_buf.cpy_tensor(src, c_handle(dst)))
 }
 
 // ---------------------------------------------------------------- multi-buffer
 
 fn multi_parts<R: Rev>(b: &Buffer<R>) -> &[*mut Buffer<R>] {
-    match obj(b.context as *const Vec<*mut Buffer<R>>) {
+    // SAFETY: a multi-buffer's context is the Box<Vec> of `multi_buffer_alloc`, freed with it.
+    match unsafe { obj(b.context as *const Vec<*mut Buffer<R>>) } {
         Some(v) => v.as_slice(),
         None => &[],
     }
@@ -206,10 +213,12 @@ pub fn multi_buffer_alloc<R: Rev>(buffers: &[*mut Buffer<R>]) -> Result<*mut Buf
     ensure!(!buffers.is_empty(), "a multi-buffer needs at least one buffer");
     let mut total = 0usize;
     for (i, &p) in buffers.iter().enumerate() {
-        let Some(b) = obj(p) else { bail!("buffer {} of the multi-buffer is NULL", i) };
+        // SAFETY: the buffers C passed to the export: the trust contract.
+        let Some(b) = (unsafe { obj(p) }) else { bail!("buffer {} of the multi-buffer is NULL", i) };
         total = total.saturating_add(b.size);
     }
-    let first = obj(buffers[0]).map(|b| b.buft).unwrap_or(std::ptr::null_mut());
+    // SAFETY: as above.
+    let first = unsafe { obj(buffers[0]) }.map(|b| b.buft).unwrap_or(std::ptr::null_mut());
     let parts = Box::into_raw(Box::new(buffers.to_vec())) as *mut c_void;
     Ok(buffer_init(first, crate::buffer::cpu_statics::<R>().multi_iface, parts, total))
 }
@@ -220,7 +229,8 @@ pub fn is_multi_buffer<R: Rev>(b: &Buffer<R>) -> bool {
 
 unsafe extern "C" fn multi_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
     crate::guard::callback::<R, _>("multi_buffer.free_buffer", (), || {
-        let Some(b) = obj(buffer) else { return };
+        // SAFETY: C calls a buffer's vtable with the buffer (trust contract).
+        let Some(b) = (unsafe { obj(buffer) }) else { return };
         // SAFETY: the context of a multi-buffer is the Box<Vec> made in `multi_buffer_alloc`.
         let parts = unsafe { Box::from_raw(b.context as *mut Vec<*mut Buffer<R>>) };
         for &p in parts.iter() {
@@ -231,9 +241,11 @@ unsafe extern "C" fn multi_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
 
 unsafe extern "C" fn multi_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u8) {
     crate::guard::callback::<R, _>("multi_buffer.clear", (), || {
-        let Some(b) = obj(buffer) else { return };
+        // SAFETY: as above.
+        let Some(b) = (unsafe { obj(buffer) }) else { return };
         for &p in multi_parts(b) {
-            if let Some(part) = obj(p) {
+            // SAFETY: a part of a live multi-buffer is live (freed only with it).
+            if let Some(part) = unsafe { obj(p) } {
                 let _ = buffer_clear(part, value);
             }
         }
@@ -242,8 +254,8 @@ unsafe extern "C" fn multi_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u
 
 // ---------------------------------------------------------------- tensor data
 
-pub(crate) fn data_buffer<'a, R: Rev>(t: &Tensor<R>) -> Result<&'a Buffer<R>> {
-    match obj(t.data_buffer()) {
+pub(crate) fn data_buffer<R: Rev>(t: &Tensor<R>) -> Result<&Buffer<R>> {
+    match t.data_buffer_ref() {
         Some(b) => Ok(b),
         None => bail!("tensor '{}' has no buffer (not allocated)", t.name()),
     }
@@ -257,7 +269,7 @@ pub fn tensor_set<R: Rev>(t: &Tensor<R>, data: *const c_void, offset: usize, siz
     ensure!(!t.data.is_null(), "tensor '{}' not allocated", t.name());
     ensure!(!data.is_null(), "source data is NULL");
     check_range(t, offset, size, "write")?;
-    buf.set_tensor(t as *const _ as *mut _, data, offset, size)
+    buf.set_tensor(c_handle(t), data, offset, size)
 }
 
 pub fn tensor_get<R: Rev>(t: &Tensor<R>, data: *mut c_void, offset: usize, size: usize) -> Result<()> {
@@ -278,11 +290,11 @@ pub fn tensor_memset<R: Rev>(t: &Tensor<R>, value: u8, offset: usize, size: usiz
     let buf = data_buffer(t)?;
     ensure!(!t.data.is_null(), "tensor '{}' not allocated", t.name());
     check_range(t, offset, size, "write")?;
-    buf.memset_tensor(t as *const _ as *mut _, value, offset, size)
+    buf.memset_tensor(c_handle(t), value, offset, size)
 }
 
-pub(crate) fn is_host_buffer<R: Rev>(b: *mut Buffer<R>) -> bool {
-    obj(b).and_then(|b| b.buft().ok()).is_some_and(|t| t.is_host())
+pub(crate) fn is_host_buffer<R: Rev>(b: Option<&Buffer<R>>) -> bool {
+    b.and_then(|b| b.buft().ok()).is_some_and(|t| t.is_host())
 }
 
 /// Copies between tensors of the same layout in any two buffers, with stock's fallbacks:
@@ -295,9 +307,9 @@ pub fn tensor_copy<R: Rev>(src: &Tensor<R>, dst: &Tensor<R>) -> Result<()> {
     data_buffer(src)?;
     data_buffer(dst)?;
     let n = nbytes(src)?;
-    if is_host_buffer(src.data_buffer()) {
+    if is_host_buffer(src.data_buffer_ref()) {
         tensor_set(dst, src.data, 0, n)
-    } else if is_host_buffer(dst.data_buffer()) {
+    } else if is_host_buffer(dst.data_buffer_ref()) {
         tensor_get(src, dst.data, 0, n)
     } else if !buffer_copy_tensor(src, dst)? {
         let mut staging = vec![0u8; n];
@@ -309,8 +321,12 @@ pub fn tensor_copy<R: Rev>(src: &Tensor<R>, dst: &Tensor<R>) -> Result<()> {
 }
 
 /// `tensor_alloc`: places an unallocated tensor at `addr` inside `buffer`.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn tensor_alloc<R: Rev>(b: &Buffer<R>, t: *mut Tensor<R>, addr: *mut c_void) -> Result<Status> {
-    let Some(tr) = crate::abi::vtable::obj_mut(t) else { bail!("tensor is NULL") };
+    // SAFETY: NULL or a live tensor C passed to the export (trust contract), ours for the call.
+    let Some(tr) = (unsafe { crate::abi::vtable::obj_mut(t) }) else { bail!("tensor is NULL") };
     ensure!(tr.buffer.is_null(), "tensor '{}' already has a buffer", tr.name());
     ensure!(tr.data.is_null(), "tensor '{}' already has data", tr.name());
     ensure!(tr.view_src.is_null(), "tensor '{}' is a view: use view_init", tr.name());
@@ -332,8 +348,13 @@ pub fn tensor_alloc<R: Rev>(b: &Buffer<R>, t: *mut Tensor<R>, addr: *mut c_void)
 }
 
 /// `view_init`: points a view at its source's data and buffer.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn view_init<R: Rev>(t: *mut Tensor<R>) -> Result<Status> {
-    let Some(tr) = crate::abi::vtable::obj_mut(t) else { bail!("tensor is NULL") };
+    // SAFETY: NULL or a live tensor (trust contract): one C passed to the export, or one of
+    // graph_copy's own; ours for the call.
+    let Some(tr) = (unsafe { crate::abi::vtable::obj_mut(t) }) else { bail!("tensor is NULL") };
     ensure!(tr.buffer.is_null(), "view '{}' already has a buffer", tr.name());
     let Some(src) = tr.view_src() else { bail!("tensor '{}' is not a view", tr.name()) };
     ensure!(!src.buffer.is_null(), "view source of '{}' has no buffer", tr.name());
@@ -341,7 +362,8 @@ pub fn view_init<R: Rev>(t: *mut Tensor<R>) -> Result<Status> {
     let (buffer, data) = (src.buffer, (src.data as usize).wrapping_add(tr.view_offs) as *mut c_void);
     tr.buffer = buffer;
     tr.data = data;
-    match obj(buffer) {
+    // SAFETY: the view source's buffer (checked non-NULL above), live while the source is.
+    match unsafe { obj(buffer) } {
         Some(b) => Ok(b.init_tensor(t)),
         None => bail!("view source buffer vanished"),
     }
@@ -400,7 +422,8 @@ unsafe extern "C" fn cpu_buft_alloc_buffer<R: Rev>(buft: *mut BufferType<R>, siz
 
 unsafe extern "C" fn cpu_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
     crate::guard::callback::<R, _>("cpu_buffer.free_buffer", (), || {
-        if let Some(b) = obj(buffer) {
+        // SAFETY: C calls a buffer's vtable with the buffer (trust contract).
+        if let Some(b) = unsafe { obj(buffer) } {
             // SAFETY: the context of a CPU buffer is the posix_memalign block of `cpu_buft_alloc_buffer`.
             unsafe { libc::free(b.context) }
         }
@@ -409,13 +432,15 @@ unsafe extern "C" fn cpu_buffer_free<R: Rev>(buffer: *mut Buffer<R>) {
 
 unsafe extern "C" fn cpu_buffer_get_base<R: Rev>(buffer: *mut Buffer<R>) -> *mut c_void {
     crate::guard::callback::<R, _>("cpu_buffer.get_base", std::ptr::null_mut(), || {
-        obj(buffer).map(|b| b.context).unwrap_or(std::ptr::null_mut())
+        // SAFETY: as in cpu_buffer_free.
+        unsafe { obj(buffer) }.map(|b| b.context).unwrap_or(std::ptr::null_mut())
     })
 }
 
 unsafe extern "C" fn cpu_buffer_memset_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut Tensor<R>, value: u8, offset: usize, size: usize) {
     crate::guard::callback::<R, _>("cpu_buffer.memset_tensor", (), || {
-        if let Some(t) = obj(t) {
+        // SAFETY: the tensor C passes to its buffer's vtable (trust contract).
+        if let Some(t) = unsafe { obj(t) } {
             fill_bytes((t.data as usize + offset) as *mut c_void, value, size);
         }
     })
@@ -423,7 +448,8 @@ unsafe extern "C" fn cpu_buffer_memset_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut
 
 unsafe extern "C" fn cpu_buffer_set_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut Tensor<R>, data: *const c_void, offset: usize, size: usize) {
     crate::guard::callback::<R, _>("cpu_buffer.set_tensor", (), || {
-        if let Some(t) = obj(t) {
+        // SAFETY: as in cpu_buffer_memset_tensor.
+        if let Some(t) = unsafe { obj(t) } {
             copy_bytes((t.data as usize + offset) as *mut c_void, data, size);
         }
     })
@@ -431,7 +457,8 @@ unsafe extern "C" fn cpu_buffer_set_tensor<R: Rev>(_: *mut Buffer<R>, t: *mut Te
 
 unsafe extern "C" fn cpu_buffer_get_tensor<R: Rev>(_: *mut Buffer<R>, t: *const Tensor<R>, data: *mut c_void, offset: usize, size: usize) {
     crate::guard::callback::<R, _>("cpu_buffer.get_tensor", (), || {
-        if let Some(t) = obj(t) {
+        // SAFETY: as in cpu_buffer_memset_tensor.
+        if let Some(t) = unsafe { obj(t) } {
             copy_bytes(data, (t.data as usize + offset) as *const c_void, size);
         }
     })
@@ -439,8 +466,9 @@ unsafe extern "C" fn cpu_buffer_get_tensor<R: Rev>(_: *mut Buffer<R>, t: *const 
 
 unsafe extern "C" fn cpu_buffer_cpy_tensor<R: Rev>(_: *mut Buffer<R>, src: *const Tensor<R>, dst: *mut Tensor<R>) -> bool {
     crate::guard::callback::<R, _>("cpu_buffer.cpy_tensor", false, || {
-        let (Some(s), Some(d)) = (obj(src), obj(dst)) else { return false };
-        if !is_host_buffer(s.buffer) {
+        // SAFETY: as in cpu_buffer_memset_tensor.
+        let (Some(s), Some(d)) = (unsafe { obj(src) }, unsafe { obj(dst) }) else { return false };
+        if !is_host_buffer(s.buffer_ref()) {
             return false;
         }
         match nbytes(s) {
@@ -455,7 +483,8 @@ unsafe extern "C" fn cpu_buffer_cpy_tensor<R: Rev>(_: *mut Buffer<R>, src: *cons
 
 unsafe extern "C" fn cpu_buffer_clear<R: Rev>(buffer: *mut Buffer<R>, value: u8) {
     crate::guard::callback::<R, _>("cpu_buffer.clear", (), || {
-        if let Some(b) = obj(buffer) {
+        // SAFETY: as in cpu_buffer_free.
+        if let Some(b) = unsafe { obj(buffer) } {
             fill_bytes(b.context, value, b.size);
         }
     })

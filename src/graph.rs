@@ -36,7 +36,8 @@ fn count_tensors<R: Rev>(g: &CGraph<R>) -> usize {
     let mut seen: PtrMap<bool> = PtrMap::default();
     let mut stack: Vec<*mut Tensor<R>> = g.nodes().to_vec();
     while let Some(t) = stack.pop() {
-        let Some(tr) = obj(t) else { continue };
+        // SAFETY: a tensor reachable from a live graph is live (trust contract).
+        let Some(tr) = (unsafe { obj(t) }) else { continue };
         if seen.insert(t as usize, true).is_some() {
             continue;
         }
@@ -55,7 +56,8 @@ impl<R: Rev> Copier<'_, R> {
         if let Some(c) = self.copies.get(src as usize) {
             return Ok(c as *mut Tensor<R>);
         }
-        let s = obj(src).unwrap();
+        // SAFETY: a tensor reachable from the graph being copied (as in count_tensors).
+        let s = unsafe { obj(src) }.unwrap();
         let ctx = if !s.data.is_null() && s.view_src.is_null() { self.ctx_allocated } else { self.ctx_unallocated };
         // SAFETY: ctx is a live context with room for every reachable tensor (see count_tensors).
         let dst = unsafe { (self.core.dup_tensor.unwrap())(ctx, s) };
@@ -71,7 +73,8 @@ impl<R: Rev> Copier<'_, R> {
                 srcs[i] = self.dup(p)?;
             }
         }
-        let d = obj_mut(dst).unwrap();
+        // SAFETY: the copy dup_tensor just made in our own context; nothing else borrows it.
+        let d = unsafe { obj_mut(dst) }.unwrap();
         d.nb = s.nb;
         d.view_src = view_src;
         d.view_offs = if view_src.is_null() { 0 } else { s.view_offs };
@@ -90,15 +93,18 @@ impl<R: Rev> Copier<'_, R> {
         if self.init.insert(src as usize, true).is_some() {
             return Ok(());
         }
-        let s = obj(src).unwrap();
+        // SAFETY: as in `dup`.
+        let s = unsafe { obj(src) }.unwrap();
         let dst = self.copies.get(src as usize).unwrap_or(0) as *mut Tensor<R>;
         ensure!(!dst.is_null(), "tensor '{}' was not copied", s.name());
-        if !obj(dst).unwrap().view_src.is_null() {
+        // SAFETY: a copy `dup` made (non-NULL, checked above), in our own context.
+        let d = unsafe { obj(dst) }.unwrap();
+        if !d.view_src.is_null() {
             self.init(s.view_src)?;
             let st = crate::buffer::view_init(dst)?;
             ensure!(st == STATUS_SUCCESS, "view_init failed with status {}", st);
         } else {
-            crate::buffer::tensor_copy(s, obj(dst).unwrap())?;
+            crate::buffer::tensor_copy(s, d)?;
         }
         for &p in s.src.iter() {
             if !p.is_null() {
@@ -162,7 +168,8 @@ pub fn graph_copy<R: Rev>(backend: &Backend<R>, g: &CGraph<R>) -> Result<GraphCo
     }
     // SAFETY: ca is live and was sized with the graph's overhead.
     let gc = unsafe { new_graph(ca, size, false) };
-    let Some(gcr) = obj_mut(gc) else {
+    // SAFETY: NULL or the graph ggml just made in our context.
+    let Some(gcr) = (unsafe { obj_mut(gc) }) else {
         crate::buffer::buffer_free(buffer);
         return fail("failed to allocate the copied graph".into());
     };
@@ -199,7 +206,8 @@ pub fn compare_graph_backend<R: Rev>(
 ) -> Result<bool> {
     let copy = graph_copy(b2, g)?;
     let result = (|| -> Result<bool> {
-        let g2 = obj_mut(copy.graph).unwrap();
+        // SAFETY: the graph graph_copy made, freed only below.
+        let g2 = unsafe { obj_mut(copy.graph) }.unwrap();
         ensure!(g.n_nodes == g2.n_nodes, "copied graph has {} nodes, original {}", g2.n_nodes, g.n_nodes);
         // the nodes asked for: the whole graph on both backends, then those nodes (the result of
         // the callback does not stop anything, as stock)
@@ -213,7 +221,8 @@ pub fn compare_graph_backend<R: Rev>(
         }
         for i in 0..g.n_nodes.max(0) as usize {
             let (t1, t2) = (g.nodes()[i], g2.nodes()[i]);
-            let (r1, r2) = (obj(t1).unwrap(), obj(t2).unwrap());
+            // SAFETY: nodes of two live graphs (trust contract; the copy's are ours).
+            let (r1, r2) = unsafe { (obj(t1).unwrap(), obj(t2).unwrap()) };
             ensure!(r1.op == r2.op && same_layout(r1, r2), "node {} differs between the graph and its copy", i);
             let mut v1 = graph_view(g, i, i + 1);
             let mut v2 = graph_view(g2, i, i + 1);

@@ -82,7 +82,8 @@ impl<R: Rev> HostGraph<R> {
     }
 
     pub fn tensor(&self, id: Id) -> &Tensor<R> {
-        obj(self.tensors[id.0]).expect("HostGraph keeps only non-NULL tensors")
+        // SAFETY: a tensor of this graph's own context, which lives as long as `self`.
+        unsafe { obj(self.tensors[id.0]) }.expect("HostGraph keeps only non-NULL tensors")
     }
 
     /// A leaf of type `ty` (F32, F16, I32 or a type ggml-cpu quantizes to) and shape `ne`, holding
@@ -164,12 +165,20 @@ impl<R: Rev> HostGraph<R> {
     }
 
     pub fn nodes(&self) -> &[*mut Tensor<R>] {
-        obj(self.graph).map_or(&[], |g| g.nodes())
+        // SAFETY: the graph of this context, which lives as long as `self`.
+        unsafe { obj(self.graph) }.map_or(&[], |g| g.nodes())
+    }
+
+    /// The nodes, borrowed for as long as the graph is (`None` for NULL).
+    pub fn node_refs(&self) -> impl Iterator<Item = Option<&Tensor<R>>> {
+        // SAFETY: tensors of this graph's own context, which lives as long as `self`.
+        self.nodes().iter().map(|&t| unsafe { obj(t) })
     }
 
     /// The outputs' types, in the order of [`output_bytes`](Self::output_bytes).
     pub fn output_types(&self) -> Vec<i32> {
-        self.outputs.iter().map(|&t| obj(t).map_or(-1, |t| t.type_)).collect()
+        // SAFETY: tensors of this graph's own context, which lives as long as `self`.
+        self.outputs.iter().map(|&t| unsafe { obj(t) }.map_or(-1, |t| t.type_)).collect()
     }
 
     /// The bytes of every output, in the order they were made outputs.
@@ -177,7 +186,8 @@ impl<R: Rev> HostGraph<R> {
     pub fn output_bytes(&self) -> Vec<Vec<u8>> {
         self.outputs
             .iter()
-            .filter_map(|&t| obj(t))
+            // SAFETY: as above.
+            .filter_map(|&t| unsafe { obj(t) })
             .map(|t| {
                 let n = crate::tensor::nbytes::<R>(t).unwrap_or(0);
                 // SAFETY: the context allocated the output's data, `n` bytes, contiguous.
@@ -215,7 +225,8 @@ impl<R: Rev> HostCpu<R> {
 
     /// Computes `g` on ggml-cpu; false when it fails.
     pub fn compute(&self, g: &HostGraph<R>) -> bool {
-        let Some(compute) = obj(self.0).and_then(|b| b.iface.graph_compute) else { return false };
+        // SAFETY: the backend made by `new`, freed only on drop.
+        let Some(compute) = unsafe { obj(self.0) }.and_then(|b| b.iface.graph_compute) else { return false };
         // SAFETY: the backend's own graph_compute with a graph of the host's making.
         unsafe { compute(self.0, g.graph) == STATUS_SUCCESS }
     }
@@ -223,7 +234,8 @@ impl<R: Rev> HostCpu<R> {
 
 impl<R: Rev> Drop for HostCpu<R> {
     fn drop(&mut self) {
-        if let Some(free) = obj(self.0).and_then(|b| b.iface.free) {
+        // SAFETY: as in `compute`.
+        if let Some(free) = unsafe { obj(self.0) }.and_then(|b| b.iface.free) {
             // SAFETY: the backend made by `new`, freed once by its own free.
             unsafe { free(self.0) }
         }

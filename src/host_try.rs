@@ -13,6 +13,7 @@ use crate::error::Error;
 use std::ffi::{c_char, c_void};
 use std::fmt;
 
+#[cfg(not(miri))]
 extern "C" {
     fn ggml_rs_try_p_v(f: *const c_void, out: *mut *mut c_void, what: *mut *const c_char) -> i32;
     fn ggml_rs_try_p_p(f: *const c_void, a: *mut c_void, out: *mut *mut c_void, what: *mut *const c_char) -> i32;
@@ -23,6 +24,52 @@ extern "C" {
     fn ggml_rs_try_v_p(f: *const c_void, a: *mut c_void, what: *mut *const c_char) -> i32;
     fn ggml_rs_try_v_ppp(f: *const c_void, a: *mut c_void, b: *mut c_void, c: *mut c_void, what: *mut *const c_char) -> i32;
 }
+
+/// Miri runs no C++ (`scripts/miri.sh`): there the trampolines are these direct calls, with the
+/// same signatures. Under Miri only our own Rust vtables are called (the CPU buffer type of the
+/// allocator's tests), which throw nothing.
+#[cfg(miri)]
+mod direct {
+    use std::ffi::{c_char, c_void};
+    type P = *mut c_void;
+    type What = *mut *const c_char;
+    // SAFETY (each): `f` is a function of the stated signature (the trampoline's contract); thin
+    // pointer types are ABI-compatible, so calling it through `P` is calling it as declared.
+    pub unsafe fn ggml_rs_try_p_v(f: *const c_void, out: *mut P, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn() -> P>(f)() };
+        0
+    }
+    pub unsafe fn ggml_rs_try_p_p(f: *const c_void, a: P, out: *mut P, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn(P) -> P>(f)(a) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_p_pz(f: *const c_void, a: P, n: usize, out: *mut P, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn(P, usize) -> P>(f)(a, n) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_p_pp(f: *const c_void, a: P, b: *const c_void, out: *mut P, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn(P, *const c_void) -> P>(f)(a, b) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_z_p(f: *const c_void, a: P, out: *mut usize, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn(P) -> usize>(f)(a) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_i_p(f: *const c_void, a: P, out: *mut i32, _: What) -> i32 {
+        unsafe { *out = std::mem::transmute::<*const c_void, unsafe extern "C" fn(P) -> i32>(f)(a) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_v_p(f: *const c_void, a: P, _: What) -> i32 {
+        unsafe { std::mem::transmute::<*const c_void, unsafe extern "C" fn(P)>(f)(a) };
+        0
+    }
+    pub unsafe fn ggml_rs_try_v_ppp(f: *const c_void, a: P, b: P, c: P, _: What) -> i32 {
+        unsafe { std::mem::transmute::<*const c_void, unsafe extern "C" fn(P, P, P)>(f)(a, b, c) };
+        0
+    }
+}
+#[cfg(miri)]
+use direct::*;
 
 /// A foreign function threw a C++ exception, of this (mangled) type when the C++ runtime said.
 #[derive(Debug, Clone, PartialEq, Eq)]

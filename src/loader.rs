@@ -53,7 +53,8 @@ pub fn load<R: Rev>(path: &Path, silent: bool) -> Result<*mut Reg<R>> {
             return Ok(std::ptr::null_mut());
         }
     };
-    let Some(r) = obj(reg) else {
+    // SAFETY: a module's init returns NULL or its static reg (trust contract).
+    let Some(r) = (unsafe { obj(reg) }) else {
         if silent {
             return Ok(std::ptr::null_mut());
         }

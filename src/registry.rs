@@ -14,6 +14,13 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::ffi::c_char;
 
+/// A listed reg or device, borrowed for as long as its entry is.
+fn listed<T>(p: &Ptr<T>) -> Option<&T> {
+    // SAFETY: the lists hold only regs and devices registered with us (or the SIMD backend's
+    // statics), which stay live until they are unregistered, which also drops the entry.
+    unsafe { obj(p.0) }
+}
+
 struct Entry<R: Rev> {
     reg: Ptr<Reg<R>>,
     /// The library a dynamically loaded backend came from; held only to be dropped (dlclose)
@@ -68,7 +75,8 @@ fn devices_of<R: Rev>(reg: &Reg<R>, who: &str) -> Result<Option<Vec<Ptr<Device<R
 /// ggml-cpu and ggml-blas report 0): only their existence is checked.
 fn check_device<R: Rev>(reg: &Reg<R>, i: usize) -> Result<*mut Device<R>> {
     let d = reg.device(i)?;
-    let Some(dev) = obj(d) else { return Err(DeviceFault::Null.explain(String::new())) };
+    // SAFETY: a device its reg returned: NULL or live while the reg is (trust contract).
+    let Some(dev) = (unsafe { obj(d) }) else { return Err(DeviceFault::Null.explain(String::new())) };
     let ty = dev.type_()?;
     if ty != DEV_TYPE_GPU && Some(ty) != R::DEV_TYPE_IGPU {
         return Ok(d);
@@ -78,7 +86,7 @@ fn check_device<R: Rev>(reg: &Reg<R>, i: usize) -> Result<*mut Device<R>> {
     if total == 0 {
         return Err(DeviceFault::NoMemory.explain(name()));
     }
-    let Some(bt) = obj(dev.buffer_type()?) else { return Err(DeviceFault::NoBufferType.explain(name())) };
+    let Some(bt) = dev.buffer_type_ref()? else { return Err(DeviceFault::NoBufferType.explain(name())) };
     let buf = bt.alloc(PROBE_ALLOC)?;
     if buf.is_null() {
         return Err(DeviceFault::AllocFailed.explain(name()));
@@ -148,7 +156,8 @@ impl<R: Rev> Registry<R> {
                     continue;
                 }
             };
-            let Some(r) = obj(reg) else {
+            // SAFETY: a host's reg function returns NULL or its static reg (trust contract).
+            let Some(r) = (unsafe { obj(reg) }) else {
                 crate::log_at!(R, Warn, "ggml_backend_registry",
                     "leaving out host backend {}: {}ggml_backend_{}_reg() returned NULL; the app runs without it", name, R::PREFIX, name);
                 continue;
@@ -222,7 +231,8 @@ impl<R: Rev> Registry<R> {
     /// register (stock ignores it too: llama.cpp registers what `ggml_backend_rpc_add_server`
     /// returned, NULL when the server is unreachable), so it is a silent no-op.
     fn add(&self, reg: *mut Reg<R>, handle: Option<DlHandle>) -> Result<()> {
-        let Some(r) = obj(reg) else {
+        // SAFETY: a reg C registers: NULL or live until it is unregistered (trust contract).
+        let Some(r) = (unsafe { obj(reg) }) else {
             crate::log_at!(R, Debug, "ggml_backend_register", "backend reg is NULL: nothing registered");
             return Ok(());
         };
@@ -236,7 +246,7 @@ impl<R: Rev> Registry<R> {
                 return Ok(());
             }
         };
-        let brings_cpu = devs.iter().any(|d| obj(d.0).and_then(|d| d.type_().ok()) == Some(DEV_TYPE_CPU));
+        let brings_cpu = devs.iter().any(|d| listed(d).and_then(|d| d.type_().ok()) == Some(DEV_TYPE_CPU));
         let retired = {
             let mut st = self.state.lock();
             let retired = brings_cpu && self.retire_stand_in(&mut st);
@@ -272,7 +282,7 @@ impl<R: Rev> Registry<R> {
         let removed = {
             let mut st = self.state.lock();
             let Some(pos) = st.backends.iter().position(|e| e.reg.0 == reg) else { return false };
-            st.devices.retain(|d| obj(d.0).map(|d| d.reg) != Some(reg));
+            st.devices.retain(|d| listed(d).map(|d| d.reg) != Some(reg));
             let removed = st.backends.remove(pos);
             self.publish(&st);
             removed
@@ -325,7 +335,7 @@ impl<R: Rev> Registry<R> {
     pub fn reg_by_name(&self, name: &str) -> Result<*mut Reg<R>> {
         self.settle();
         for r in self.regs() {
-            if let Some(reg) = obj(r.0) {
+            if let Some(reg) = listed(&r) {
                 if names_match::<R>(&cstr(reg.name()?), name) {
                     return Ok(r.0);
                 }
@@ -337,7 +347,7 @@ impl<R: Rev> Registry<R> {
     pub fn dev_by_name(&self, name: &str) -> Result<*mut Device<R>> {
         self.settle();
         for d in self.devs() {
-            if let Some(dev) = obj(d.0) {
+            if let Some(dev) = listed(&d) {
                 if names_match::<R>(&cstr(dev.name()?), name) {
                     return Ok(d.0);
                 }
@@ -349,7 +359,7 @@ impl<R: Rev> Registry<R> {
     pub fn dev_by_type(&self, type_: DevType) -> Result<*mut Device<R>> {
         self.settle();
         for d in self.devs() {
-            if let Some(dev) = obj(d.0) {
+            if let Some(dev) = listed(&d) {
                 if dev.type_()? == type_ {
                     return Ok(d.0);
                 }
@@ -380,8 +390,12 @@ pub fn names_match<R: Rev>(a: &str, b: &str) -> bool {
 
 /// `dev_init`: the device's backend, or NULL as its `init_backend` answered. A C++ exception
 /// thrown by it (stock lets it terminate the app) is one warning and NULL.
+// A handle C passed to the export (or one of ours): NULL-checked, the rest is the trust contract
+// (abi::vtable), taken on at the `unsafe` below.
+#[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn init_dev<R: Rev>(dev: *mut Device<R>, params: *const c_char) -> Result<*mut Backend<R>> {
-    let Some(d) = obj(dev) else { return Ok(std::ptr::null_mut()) };
+    // SAFETY: a device C passed to the export: the trust contract.
+    let Some(d) = (unsafe { obj(dev) }) else { return Ok(std::ptr::null_mut()) };
     match d.init_backend(params) {
         Ok(b) => Ok(b),
         // no init_backend at all: the caller's error, as for any missing vtable entry
@@ -400,7 +414,8 @@ pub fn init_best<R: Rev>() -> Result<*mut Backend<R>> {
     let reg = crate::registry::registry::<R>();
     for ty in [Some(DEV_TYPE_GPU), R::DEV_TYPE_IGPU, Some(DEV_TYPE_CPU)].into_iter().flatten() {
         let dev = reg.dev_by_type(ty)?;
-        let Some(d) = obj(dev) else { continue };
+        // SAFETY: NULL or a registered device, live until its reg is unregistered.
+        let Some(d) = (unsafe { obj(dev) }) else { continue };
         let failure = match d.init_backend(std::ptr::null()) {
             Ok(b) if !b.is_null() => return Ok(b),
             Ok(_) => None,

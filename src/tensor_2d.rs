@@ -4,6 +4,7 @@
 //! through the ordinary one-row transfer, as stock does. Unlike stock, which asserts row by row,
 //! the whole span is checked first: a bad call writes nothing and logs one line.
 
+use crate::abi::vtable::c_handle;
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::check_range;
@@ -48,7 +49,7 @@ pub fn tensor_set_2d<R: Rev>(t: &Tensor<R>, data: *const c_void, r: Rows) -> Res
     if r.n > 1 {
         let buf = buffer::data_buffer(t)?;
         ensure!(!t.data.is_null(), "tensor '{}' not allocated", t.name());
-        if buf.set_tensor_2d(t as *const _ as *mut _, data, r.offset, r.size, r.n, r.stride_tensor, r.stride_data) {
+        if buf.set_tensor_2d(c_handle(t), data, r.offset, r.size, r.n, r.stride_tensor, r.stride_data) {
             return Ok(());
         }
     }
@@ -80,7 +81,7 @@ pub fn tensor_set_2d_async<R: Rev>(b: &Backend<R>, t: &Tensor<R>, data: *const c
         return Ok(());
     }
     ensure!(!t.data.is_null(), "tensor '{}' not allocated", t.name());
-    if r.n > 1 && b.set_tensor_2d_async(t as *const _ as *mut _, data, r.offset, r.size, r.n, r.stride_tensor, r.stride_data) {
+    if r.n > 1 && b.set_tensor_2d_async(c_handle(t), data, r.offset, r.size, r.n, r.stride_tensor, r.stride_data) {
         return Ok(());
     }
     for i in 0..r.n {

@@ -1,13 +1,38 @@
-//! The one place where pointers handed over by C become Rust references and where the C vtables
-//! of ggml's backend structs are called. Everything above this module is safe Rust.
+//! Where the trust placed in C's pointers is stated, and the C vtables of ggml's backend structs
+//! are called. Above the FFI layer (the export glue, the vtables C calls back, the host calls) the
+//! scheduler, the allocator and the rest are safe Rust.
 //!
-//! Trust model: a non-NULL handle passed to a ggml-backend function points to a live object of the
-//! revision's layout (that is the C contract; we cannot check more). Optional vtable entries are
-//! checked before every call and a missing one is an `Err`, never a jump to NULL.
+//! Trust contract: a non-NULL handle passed to a ggml-backend function points to a live object of
+//! the revision's layout, and so do the non-NULL pointer fields of a live object (a tensor's
+//! sources, buffer and view source; a buffer's type; a backend's device), for as long as the
+//! object is in use by the call (that is the C contract; we cannot check more). Optional vtable
+//! entries are checked before every call and a missing one is an `Err`, never a jump to NULL.
+//!
+//! How the contract is taken on, and why in this shape (issue 43): a pointer becomes a reference in
+//! one of three ways, none of which yields a reference of a lifetime chosen from nowhere.
+//! - [`obj`] / [`obj_mut`] are `unsafe fn` (like `ptr::as_ref`): where a pointer enters from C
+//!   (the export glue, the vtables C calls back, a value a backend returns) the caller writes a
+//!   `// SAFETY:` line saying where the pointer comes from.
+//! - The accessors of a borrowed object (`Tensor::src_ref`, `Tensor::data_buffer_ref`,
+//!   `Buffer::buft_ref`, `Backend::device_ref`, `CGraph::node`, ...) follow its pointer fields; the
+//!   result is bound to that borrow.
+//! - [`Live`] is the scheduler's and the allocator's capability to follow the backends, buffer
+//!   types and graph tensors handed to them: minted by an `unsafe` call in the export glue's
+//!   `sched_new` (the promise is ggml's scheduler contract: the backends outlive the scheduler, a
+//!   graph handed to it is live while it works on it), its references are bound to the borrow of
+//!   the token, so none outlives the function that holds it. `unsafe` at each of the ~100 places
+//!   where the scheduler and the allocator follow a pointer would restate that one promise on
+//!   every line and bury the few places where a promise is really made. What the token cannot
+//!   check: it is `Copy`, so `obj_mut`'s exclusivity holds per copy; the code takes `&mut` only
+//!   for a write and holds no other borrow of that object across it (Miri checks the allocator's
+//!   and the arena's tests for this, `scripts/miri.sh`).
+//!
+//! No shared reference becomes a mutable pointer handed to C: a `*mut` given to C comes from a
+//! `&mut` (a graph to compute or optimize), a pointer C gave us and we kept, or [`c_handle`],
+//! which says once which objects C only reads through ggml's non-const pointers.
 
-// Every function here takes C's pointers and dereferences them under the trust model above; that
-// is this module's purpose, and marking them `unsafe` would only move the same unchecked promise
-// to every caller (the `extern "C"` entry points, which receive the pointers from C).
+// The vtable calls take C's pointers (tensors, graphs, events) and hand them on to C, which reads
+// them under the contract above; they dereference nothing themselves but `self`.
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 use super::*;
@@ -17,15 +42,60 @@ use crate::{bail, ensure};
 use std::ffi::CStr;
 
 /// Borrows a C object; `None` for NULL.
-pub fn obj<'a, T>(p: *const T) -> Option<&'a T> {
-    // SAFETY: per the trust model above, a non-NULL handle points to a live object.
+///
+/// # Safety
+/// `p` is NULL or points to a live `T` (the trust contract) that stays live and unmutated, but
+/// through the returned reference, for the lifetime the caller gives it.
+pub unsafe fn obj<'a, T>(p: *const T) -> Option<&'a T> {
+    // SAFETY: the caller's promise above.
     unsafe { p.as_ref() }
 }
 
 /// Mutably borrows a C object; `None` for NULL.
-pub fn obj_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
-    // SAFETY: per the trust model above; callers do not hold two borrows of one object.
+///
+/// # Safety
+/// As [`obj`], and nothing else reads or writes the object while the reference lives.
+pub unsafe fn obj_mut<'a, T>(p: *mut T) -> Option<&'a mut T> {
+    // SAFETY: the caller's promise above.
     unsafe { p.as_mut() }
+}
+
+/// An object handed to C through one of ggml's non-const pointers that C only reads: the `self`
+/// of a buffer type, buffer, backend, device or reg passed back to its own vtable (a backend's
+/// state lives behind `context`, which we never borrow), a tensor whose *data* a transfer writes
+/// (`set_tensor`, `memset_tensor`, a copy's destination: the bytes at `data`, not the struct), an
+/// event to wait on, a GUID. A shared borrow may hand these over; this is the one place that
+/// says so. Where C may write the struct itself (a graph to compute or optimize, a tensor
+/// `init_tensor` may annotate), the pointer comes from a `&mut` or from C.
+pub fn c_handle<T>(r: &T) -> *mut T {
+    r as *const T as *mut T
+}
+
+/// The capability to follow the C pointers of the graphs and backends handed to a scheduler or an
+/// allocator (see the module doc). Zero-sized; copies are the same promise.
+#[derive(Clone, Copy)]
+pub struct Live(());
+
+impl Live {
+    /// # Safety
+    /// Every non-NULL pointer later passed to [`Live::obj`] / [`Live::obj_mut`] through this token
+    /// or a copy points to a live object of its type (the backends and buffer types a scheduler
+    /// or an allocator is created with, the tensors of the graphs handed to it, its own tensors),
+    /// and nothing else writes it while a borrow taken here lives.
+    pub unsafe fn vouch() -> Self {
+        Live(())
+    }
+    /// Borrows a C object for as long as the token is borrowed; `None` for NULL.
+    pub fn obj<T>(&self, p: *const T) -> Option<&T> {
+        // SAFETY: the promise of `vouch`; the reference cannot outlive the token's borrow.
+        unsafe { p.as_ref() }
+    }
+    /// Mutably borrows a C object while the token is mutably borrowed (so not beside another
+    /// borrow taken through the same token); `None` for NULL.
+    pub fn obj_mut<T>(&mut self, p: *mut T) -> Option<&mut T> {
+        // SAFETY: as above.
+        unsafe { p.as_mut() }
+    }
 }
 
 /// Reads a C string for messages and comparisons (`"(null)"` for NULL).
@@ -60,7 +130,27 @@ impl<R: Rev> Tensor<R> {
         String::from_utf8_lossy(&bytes).into_owned()
     }
     pub fn view_src(&self) -> Option<&Tensor<R>> {
-        obj(self.view_src)
+        // SAFETY: a live tensor's pointer fields are NULL or live while it is (trust contract).
+        unsafe { obj(self.view_src) }
+    }
+    /// Source `i` (`None` for NULL).
+    pub fn src_ref(&self, i: usize) -> Option<&Tensor<R>> {
+        // SAFETY: as above.
+        unsafe { obj(self.src[i]) }
+    }
+    /// The non-NULL sources, in order.
+    pub fn srcs(&self) -> impl Iterator<Item = &Tensor<R>> {
+        // SAFETY: as above.
+        self.src.iter().filter_map(|&s| unsafe { obj(s) })
+    }
+    pub fn buffer_ref(&self) -> Option<&Buffer<R>> {
+        // SAFETY: as above.
+        unsafe { obj(self.buffer) }
+    }
+    /// [`Tensor::data_buffer`], borrowed.
+    pub fn data_buffer_ref(&self) -> Option<&Buffer<R>> {
+        // SAFETY: as above.
+        unsafe { obj(self.data_buffer()) }
     }
     /// The buffer holding the tensor's data: the view source's for views, as stock does.
     pub fn data_buffer(&self) -> *mut Buffer<R> {
@@ -82,7 +172,7 @@ macro_rules! call {
 
 impl<R: Rev> BufferType<R> {
     fn me(&self) -> *mut Self {
-        self as *const Self as *mut Self
+        c_handle(self)
     }
     pub fn name(&self) -> Result<*const c_char> {
         let f = call!(self.iface, get_name, "buffer type");
@@ -118,13 +208,17 @@ impl<R: Rev> BufferType<R> {
 
 impl<R: Rev> Buffer<R> {
     pub fn me(&self) -> *mut Self {
-        self as *const Self as *mut Self
+        c_handle(self)
     }
     pub fn buft(&self) -> Result<&BufferType<R>> {
-        match obj(self.buft) {
+        match self.buft_ref() {
             Some(b) => Ok(b),
             None => bail!("buffer has no buffer type"),
         }
+    }
+    pub fn buft_ref(&self) -> Option<&BufferType<R>> {
+        // SAFETY: a live buffer's type is NULL or live while it is (trust contract).
+        unsafe { obj(self.buft) }
     }
     pub fn base(&self) -> Result<*mut c_void> {
         if self.size == 0 {
@@ -214,12 +308,16 @@ impl<R: Rev> Buffer<R> {
 
 impl<R: Rev> Backend<R> {
     pub fn me(&self) -> *mut Self {
-        self as *const Self as *mut Self
+        c_handle(self)
     }
     pub fn name(&self) -> Result<*const c_char> {
         let f = call!(self.iface, get_name, "backend");
         // SAFETY: vtable entry of a live backend, called with itself.
         Ok(unsafe { f(self.me()) })
+    }
+    pub fn device_ref(&self) -> Option<&Device<R>> {
+        // SAFETY: a live backend's device is NULL or live while it is (trust contract).
+        unsafe { obj(self.device) }
     }
     /// Frees the backend through its own vtable; `self` is dangling afterwards.
     pub fn free(&self) -> Result<()> {
@@ -341,7 +439,7 @@ impl<R: Rev> Backend<R> {
 
 impl<R: Rev> Device<R> {
     pub fn me(&self) -> *mut Self {
-        self as *const Self as *mut Self
+        c_handle(self)
     }
     pub fn name(&self) -> Result<*const c_char> {
         let f = call!(self.iface, get_name, "device");
@@ -380,6 +478,11 @@ impl<R: Rev> Device<R> {
         let f = call!(self.iface, get_buffer_type, "device");
         // SAFETY: as above; a C++ exception stops in host_try.cpp.
         unsafe { host_try::call_p(f, self.me()) }.map_err(|e| e.during("get_buffer_type"))
+    }
+    /// [`Device::buffer_type`], borrowed for as long as the device is.
+    pub fn buffer_type_ref(&self) -> Result<Option<&BufferType<R>>> {
+        // SAFETY: a device's buffer type is NULL or lives as long as the device (ggml's contract).
+        Ok(unsafe { obj(self.buffer_type()?) })
     }
     pub fn host_buffer_type(&self) -> *mut BufferType<R> {
         // SAFETY: as above.
@@ -424,7 +527,7 @@ impl<R: Rev> Device<R> {
 
 impl<R: Rev> Reg<R> {
     pub fn me(&self) -> *mut Self {
-        self as *const Self as *mut Self
+        c_handle(self)
     }
     pub fn name(&self) -> Result<*const c_char> {
         let f = call!(self.iface, get_name, "backend reg");
@@ -460,6 +563,11 @@ impl<R: Rev> CGraph<R> {
         }
         // SAFETY: a graph's `nodes` array holds at least `n_nodes` entries.
         unsafe { std::slice::from_raw_parts(self.nodes, self.n_nodes as usize) }
+    }
+    /// Node `i`, borrowed for as long as the graph is (`None` for NULL or out of range).
+    pub fn node(&self, i: usize) -> Option<&Tensor<R>> {
+        // SAFETY: a live graph's nodes are NULL or live while it is (trust contract).
+        self.nodes().get(i).and_then(|&p| unsafe { obj(p) })
     }
     pub fn leafs(&self) -> &[*mut Tensor<R>] {
         if self.leafs.is_null() || self.n_leafs <= 0 {

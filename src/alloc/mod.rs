@@ -14,7 +14,7 @@ pub mod layout;
 pub mod place;
 pub mod plan;
 
-use crate::abi::vtable::{obj, obj_mut};
+use crate::abi::vtable::Live;
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
@@ -39,6 +39,8 @@ pub struct AtRisk<R: Rev> {
 }
 
 pub struct GraphAlloc<R: Rev> {
+    /// follows the buffer types, buffers and graph tensors (the scheduler's promise)
+    live: Live,
     bufts: Vec<*mut BufferType<R>>,
     /// the arenas, the plan and its placement (revision-free)
     pub layout: Layout,
@@ -56,12 +58,12 @@ pub struct GraphAlloc<R: Rev> {
 }
 
 impl<R: Rev> GraphAlloc<R> {
-    pub fn new(bufts: &[*mut BufferType<R>]) -> Result<Self> {
+    pub fn new(live: Live, bufts: &[*mut BufferType<R>]) -> Result<Self> {
         let mut arena_of = Vec::with_capacity(bufts.len());
         let mut alignment = Vec::new();
         let mut max_size = Vec::new();
         for (i, &bt) in bufts.iter().enumerate() {
-            let Some(b) = obj(bt) else { bail!("buffer type {} is NULL", i) };
+            let Some(b) = live.obj(bt) else { bail!("buffer type {} is NULL", i) };
             if let Some(j) = bufts[..i].iter().position(|&o| o == bt) {
                 arena_of.push(arena_of[j]);
                 continue;
@@ -75,12 +77,13 @@ impl<R: Rev> GraphAlloc<R> {
         }
         let n = alignment.len();
         Ok(GraphAlloc {
+            live,
             bufts: bufts.to_vec(),
             layout: Layout::new(arena_of, alignment, max_size),
             buffers: vec![Vec::new(); n],
             bases: Vec::new(),
             at_risk: Vec::new(),
-            custom_size: bufts.iter().map(|&b| obj(b).is_some_and(|b| b.iface.get_alloc_size.is_some())).collect(),
+            custom_size: bufts.iter().map(|&b| live.obj(b).is_some_and(|b| b.iface.get_alloc_size.is_some())).collect(),
             reserved: None,
             print_stats: std::env::var_os("GGML_RS_ALLOC_STATS").is_some_and(|v| v != "0"),
         })
@@ -113,7 +116,7 @@ impl<R: Rev> GraphAlloc<R> {
     /// Plans `g` and places its blocks (`Layout::plan_sizes`): the chunk sizes per arena.
     fn plan_sizes(&mut self, g: &CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> Result<Vec<Vec<usize>>> {
         self.reserved = None;
-        let tensors = PlanTensors { bufts: &self.bufts };
+        let tensors = PlanTensors { live: self.live, bufts: &self.bufts };
         let addrs = |list: &[*mut Tensor<R>]| list.iter().map(|&p| p as usize).collect::<Vec<_>>();
         let (nodes, leafs) = (addrs(g.nodes()), addrs(g.leafs()));
         let mut build = |plan: &mut Plan, arena_of: &[usize], alignment: &[usize], pin: Pin<'_>| {
@@ -122,7 +125,7 @@ impl<R: Rev> GraphAlloc<R> {
         let ours = self.layout.plan_sizes(&mut build)?;
         if self.print_stats {
             for (a, s) in self.layout.stats.iter().enumerate() {
-                let name = obj(self.bufts[self.layout.arena_of.iter().position(|&x| x == a).unwrap_or(0)])
+                let name = self.live.obj(self.bufts[self.layout.arena_of.iter().position(|&x| x == a).unwrap_or(0)])
                     .and_then(|b| b.name().ok())
                     .map(crate::abi::vtable::cstr)
                     .unwrap_or_default();
@@ -156,7 +159,7 @@ impl<R: Rev> GraphAlloc<R> {
     /// Gives arena `a` buffers of at least `sizes` bytes, one per chunk (they never shrink, as
     /// with ggml-alloc; all are reallocated when one must grow, as ggml-alloc's vbuffer is).
     fn grow(&mut self, a: usize, sizes: &[usize]) -> Result<()> {
-        let cur: Vec<usize> = self.buffers[a].iter().map(|&b| obj(b).map(|b| b.size).unwrap_or(0)).collect();
+        let cur: Vec<usize> = self.buffers[a].iter().map(|&b| self.live.obj(b).map(|b| b.size).unwrap_or(0)).collect();
         let enough = !cur.is_empty() && sizes.iter().enumerate().all(|(c, &s)| cur.get(c).is_some_and(|&have| have >= s));
         if enough {
             return Ok(());
@@ -165,7 +168,7 @@ impl<R: Rev> GraphAlloc<R> {
             crate::buffer::buffer_free(b);
         }
         let first = self.layout.arena_of.iter().position(|&x| x == a).unwrap_or(0);
-        let Some(bt) = obj(self.bufts[first]) else { bail!("buffer type is NULL") };
+        let Some(bt) = self.live.obj(self.bufts[first]) else { bail!("buffer type is NULL") };
         // even an arena with no tensors gets a buffer (ggml-alloc's, for views)
         let n = sizes.len().max(1);
         for c in 0..n {
@@ -185,7 +188,7 @@ impl<R: Rev> GraphAlloc<R> {
             return false;
         }
         let b = self.layout.plan.blocks[rec.block as usize].buffer_id;
-        let size = if self.custom_size[b] { alloc_size(self.bufts[b], t) } else { crate::tensor::nbytes(t) };
+        let size = if self.custom_size[b] { alloc_size(self.live, self.bufts[b], t) } else { crate::tensor::nbytes(t) };
         size.is_ok_and(|s| s <= rec.size)
     }
 
@@ -233,17 +236,17 @@ impl<R: Rev> GraphAlloc<R> {
         if self.reserved != Some((g.n_nodes.max(0) as usize, g.n_leafs.max(0) as usize)) {
             return false;
         }
-        let leafs_fit = g.leafs().iter().zip(&self.layout.plan.leafs).all(|(&lp, &rec)| obj(lp).is_some_and(|l| self.fits(l, rec)));
+        let leafs_fit = g.leafs().iter().zip(&self.layout.plan.leafs).all(|(&lp, &rec)| self.live.obj(lp).is_some_and(|l| self.fits(l, rec)));
         if !leafs_fit {
             return false;
         }
         let (nodes, leafs) = (g.nodes(), g.leafs());
         for (i, &np) in nodes.iter().enumerate() {
-            let Some(node) = obj(np) else { return false };
+            let Some(node) = self.live.obj(np) else { return false };
             if !self.fits(node, self.layout.plan.nodes[i]) {
                 return false;
             }
-            let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(nodes, leafs, &rec, sp) || obj(sp).is_some_and(|s| self.fits(s, rec))));
+            let srcs_fit = self.each_src(i, node, |sp, rec| Ok(Self::at_home(nodes, leafs, &rec, sp) || self.live.obj(sp).is_some_and(|s| self.fits(s, rec))));
             if !srcs_fit.unwrap_or(false) {
                 return false;
             }
@@ -265,7 +268,7 @@ impl<R: Rev> GraphAlloc<R> {
         for chunks in &self.buffers {
             let mut row = [0usize; MAX_CHUNKS];
             for (c, &b) in chunks.iter().enumerate().take(MAX_CHUNKS) {
-                if let Some(buf) = obj(b) {
+                if let Some(buf) = self.live.obj(b) {
                     buf.reset();
                     row[c] = buf.base()? as usize;
                 }
@@ -281,7 +284,7 @@ impl<R: Rev> GraphAlloc<R> {
                 let list = if h & plan::LEAF != 0 { leafs } else { nodes };
                 let Some(&p) = list.get((h & !plan::LEAF) as usize) else { continue };
                 // only memory of ours can be overwritten by our plan
-                let ours = obj(p).is_some_and(|t| self.buffers[self.layout.arena_of[id]].contains(&t.buffer));
+                let ours = self.live.obj(p).is_some_and(|t| self.buffers[self.layout.arena_of[id]].contains(&t.buffer));
                 if ours {
                     self.at_risk.push(AtRisk { tensor: p, buffer_id: id, eager });
                 }
@@ -296,7 +299,7 @@ impl<R: Rev> GraphAlloc<R> {
             self.place(lp, self.layout.plan.leafs[i], bases)?;
         }
         for (i, &np) in nodes.iter().enumerate() {
-            let Some(node) = obj(np) else { bail!("graph holds a NULL node") };
+            let Some(node) = self.live.obj(np) else { bail!("graph holds a NULL node") };
             self.each_src(i, node, |sp, rec| {
                 if !Self::at_home(nodes, leafs, &rec, sp) {
                     self.place(sp, rec, bases)?;
@@ -309,14 +312,15 @@ impl<R: Rev> GraphAlloc<R> {
     }
 
     fn place(&self, p: *mut Tensor<R>, rec: Rec, bases: &[[usize; MAX_CHUNKS]]) -> Result<()> {
-        let Some(t) = obj_mut(p) else { bail!("graph holds a NULL tensor") };
-        if let Some(src) = obj(t.view_src) {
+        let mut live = self.live;
+        let Some(t) = live.obj_mut(p) else { bail!("graph holds a NULL tensor") };
+        if let Some(src) = self.live.obj(t.view_src) {
             // a view of memory ggml-backend does not manage is left alone, as ggml-alloc does
             if t.buffer.is_null() && !src.buffer.is_null() {
                 ensure!(!src.data.is_null(), "view source of '{}' is not allocated", t.name());
                 t.buffer = src.buffer;
                 t.data = (src.data as usize).wrapping_add(t.view_offs) as *mut std::ffi::c_void;
-                if let Some(b) = obj(t.buffer) {
+                if let Some(b) = self.live.obj(t.buffer) {
                     let _ = b.init_tensor(p);
                 }
             }
@@ -329,7 +333,7 @@ impl<R: Rev> GraphAlloc<R> {
         let a = self.layout.arena_of[self.layout.plan.blocks[rec.block as usize].buffer_id];
         let c = self.layout.chunk[rec.block as usize] as usize;
         let buf = self.buffers[a].get(c).copied().unwrap_or(std::ptr::null_mut());
-        let Some(b) = obj(buf) else { bail!("compute buffer {} (chunk {}) was not allocated", a, c) };
+        let Some(b) = self.live.obj(buf) else { bail!("compute buffer {} (chunk {}) was not allocated", a, c) };
         t.buffer = buf;
         t.data = (bases[a][c] + self.layout.offsets[rec.block as usize]) as *mut std::ffi::c_void;
         // ggml-alloc ignores the status (wsp); a failing backend reports it at compute
@@ -343,18 +347,18 @@ impl<R: Rev> GraphAlloc<R> {
         if self.layout.arena_of[..id].contains(&a) {
             return 0;
         }
-        self.buffers[a].iter().filter_map(|&b| obj(b)).map(|b| b.size).sum()
+        self.buffers[a].iter().filter_map(|&b| self.live.obj(b)).map(|b| b.size).sum()
     }
 
     /// The sizes of arena `id`'s chunk buffers (tests and the stats).
     pub fn chunk_sizes(&self, id: usize) -> Vec<usize> {
         let Some(&a) = self.layout.arena_of.get(id) else { return Vec::new() };
-        self.buffers[a].iter().filter_map(|&b| obj(b)).map(|b| b.size).collect()
+        self.buffers[a].iter().filter_map(|&b| self.live.obj(b)).map(|b| b.size).collect()
     }
 }
 
-fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
-    match obj(buft) {
+fn alloc_size<R: Rev>(live: Live, buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> {
+    match live.obj(buft) {
         Some(b) => crate::buffer::buft_get_alloc_size(b, t),
         None => bail!("buffer type is NULL"),
     }
@@ -363,12 +367,13 @@ fn alloc_size<R: Rev>(buft: *mut BufferType<R>, t: &Tensor<R>) -> Result<usize> 
 /// A revision's graph as the plan reads it (`plan::Tensors`): its tensors by address, sized by
 /// the scheduler's buffer types.
 struct PlanTensors<'a, R: Rev> {
+    live: Live,
     bufts: &'a [*mut BufferType<R>],
 }
 
 impl<R: Rev> PlanTensors<'_, R> {
-    fn tensor<'t>(p: usize) -> Result<&'t Tensor<R>> {
-        match obj(p as *const Tensor<R>) {
+    fn tensor(&self, p: usize) -> Result<&Tensor<R>> {
+        match self.live.obj(p as *const Tensor<R>) {
             Some(t) => Ok(t),
             None => bail!("graph holds a NULL tensor"),
         }
@@ -377,17 +382,17 @@ impl<R: Rev> PlanTensors<'_, R> {
 
 impl<R: Rev> plan::Tensors for PlanTensors<'_, R> {
     fn get(&self, p: usize) -> Result<Seen> {
-        let t = Self::tensor(p)?;
+        let t = self.tensor(p)?;
         Ok(Seen { has_data: !t.data.is_null(), view_src: t.view_src as usize, op: t.op, flags: t.flags, src: t.src.map(|s| s as usize) })
     }
     fn alloc_size(&self, buffer_id: usize, p: usize) -> Result<usize> {
-        alloc_size(self.bufts[buffer_id], Self::tensor(p)?)
+        alloc_size(self.live, self.bufts[buffer_id], self.tensor(p)?)
     }
     fn same_layout(&self, a: usize, b: usize) -> bool {
-        matches!((Self::tensor(a), Self::tensor(b)), (Ok(a), Ok(b)) if crate::tensor::same_layout(a, b))
+        matches!((self.tensor(a), self.tensor(b)), (Ok(a), Ok(b)) if crate::tensor::same_layout(a, b))
     }
     fn name(&self, p: usize) -> String {
-        Self::tensor(p).map(|t| t.name()).unwrap_or_default()
+        self.tensor(p).map(|t| t.name()).unwrap_or_default()
     }
     fn can_inplace(&self, op: i32) -> bool {
         R::INPLACE_OPS.contains(&op)

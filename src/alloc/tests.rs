@@ -5,10 +5,10 @@ use crate::abi::lm::Lm;
 
 type T = Tensor<Lm>;
 
+/// A graph as C would hand it: the tensors are reached through raw pointers only (boxed, freed on
+/// drop), never through a `Box` or `&mut` that would retire the pointers the graph holds (Miri).
 struct G {
-    // boxed: the graph holds their addresses while the Vec grows
-    #[allow(clippy::vec_box)]
-    tensors: Vec<Box<T>>,
+    tensors: Vec<*mut T>,
     nodes: Vec<*mut T>,
     leafs: Vec<*mut T>,
 }
@@ -26,10 +26,15 @@ impl G {
         G { tensors: Vec::new(), nodes: Vec::new(), leafs: Vec::new() }
     }
     fn push(&mut self, t: T) -> *mut T {
-        let mut b = Box::new(t);
-        let p: *mut T = &mut *b;
-        self.tensors.push(b);
+        let p = Box::into_raw(Box::new(t));
+        self.tensors.push(p);
         p
+    }
+    /// One of this graph's tensors, borrowed from it.
+    fn t(&self, p: *mut T) -> &T {
+        assert!(self.tensors.contains(&p), "not a tensor of this graph");
+        // SAFETY: made by `push`, freed only on drop.
+        unsafe { &*p }
     }
     fn leaf(&mut self, ne: [i64; 4]) -> *mut T {
         let p = self.push(blank(ne));
@@ -64,28 +69,44 @@ impl G {
         g
     }
     fn clear_data(&mut self) {
-        for t in &mut self.tensors {
-            t.data = std::ptr::null_mut();
-            t.buffer = std::ptr::null_mut();
+        for &p in &self.tensors {
+            // SAFETY: as in `t`; no borrow of it is held.
+            unsafe {
+                (*p).data = std::ptr::null_mut();
+                (*p).buffer = std::ptr::null_mut();
+            }
         }
     }
 }
 
-fn t(p: *mut T) -> &'static T {
-    obj(p).unwrap()
+impl Drop for G {
+    fn drop(&mut self) {
+        for &p in &self.tensors {
+            // SAFETY: made by `push` (Box::into_raw), freed once, here.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// What the scheduler vouches for at `sched_new`: here, the tests' own graphs and CPU buffers.
+fn live() -> Live {
+    // SAFETY: the allocators of these tests follow only the tensors of a `G` alive at the time
+    // and the buffer types and buffers they allocate.
+    unsafe { Live::vouch() }
 }
 
 fn cpu() -> GraphAlloc<Lm> {
-    GraphAlloc::new(&[crate::buffer::cpu_buffer_type::<Lm>()]).unwrap()
+    GraphAlloc::new(live(), &[crate::buffer::cpu_buffer_type::<Lm>()]).unwrap()
 }
 
 /// Every placed tensor lies inside its buffer.
 fn inside(a: &GraphAlloc<Lm>, g: &G) {
-    for tt in &g.tensors {
+    for &p in &g.tensors {
+        let tt = g.t(p);
         if tt.data.is_null() {
             continue;
         }
-        let b = obj(tt.buffer).unwrap();
+        let b = tt.buffer_ref().unwrap();
         let base = b.base().unwrap() as usize;
         let n = crate::tensor::nbytes(tt).unwrap();
         assert!(tt.data as usize >= base && tt.data as usize + n <= base + b.size, "tensor outside its buffer");
@@ -113,12 +134,12 @@ fn in_place_chain_and_outputs() {
     a.reserve(&cg, &[0; 5], &[0; 2]).unwrap();
     assert!(a.alloc_graph(&cg).unwrap());
     inside(&a, &g);
-    assert_eq!(t(y).data, t(x).data);
-    assert_eq!(t(z).data, t(x).data);
-    assert_ne!(t(out).data, t(z).data, "mul_mat is never computed in place");
-    assert_ne!(t(k).data, t(out).data, "an output is never written over");
-    assert_ne!(t(x).data, t(w).data, "w has consumers after x");
-    assert_eq!(t(x).buffer, t(out).buffer);
+    assert_eq!(g.t(y).data, g.t(x).data);
+    assert_eq!(g.t(z).data, g.t(x).data);
+    assert_ne!(g.t(out).data, g.t(z).data, "mul_mat is never computed in place");
+    assert_ne!(g.t(k).data, g.t(out).data, "an output is never written over");
+    assert_ne!(g.t(x).data, g.t(w).data, "w has consumers after x");
+    assert_eq!(g.t(x).buffer, g.t(out).buffer);
     let s = a.layout.stats[0].clone();
     assert!(s.bound <= s.ours && s.ours <= s.stock, "{:?}", s);
 }
@@ -136,10 +157,10 @@ fn views_point_into_their_source() {
     let mut al = cpu();
     al.reserve(&cg, &[0; 3], &[0; 1]).unwrap();
     assert!(al.alloc_graph(&cg).unwrap());
-    assert_eq!(t(v).data as usize, t(x).data as usize + 128);
-    assert_eq!(t(v).buffer, t(x).buffer);
+    assert_eq!(g.t(v).data as usize, g.t(x).data as usize + 128);
+    assert_eq!(g.t(v).buffer, g.t(x).buffer);
     // x is alive through its view while y is computed
-    let (xs, ys) = (t(x).data as usize, t(y).data as usize);
+    let (xs, ys) = (g.t(x).data as usize, g.t(y).data as usize);
     assert!(ys + 256 <= xs || xs + 1024 <= ys);
 }
 
@@ -155,10 +176,10 @@ fn pre_allocated_tensors_are_left_alone() {
     let mut a = cpu();
     a.reserve(&cg, &[0], &[0]).unwrap();
     assert!(a.alloc_graph(&cg).unwrap());
-    assert_eq!(t(w).data, mem.as_mut_ptr() as *mut std::ffi::c_void);
-    assert!(t(w).buffer.is_null());
-    assert_ne!(t(x).data, t(w).data, "memory not ours is never written over");
-    assert!(!t(x).buffer.is_null());
+    assert_eq!(g.t(w).data, mem.as_mut_ptr() as *mut std::ffi::c_void);
+    assert!(g.t(w).buffer.is_null());
+    assert_ne!(g.t(x).data, g.t(w).data, "memory not ours is never written over");
+    assert!(!g.t(x).buffer.is_null());
 }
 
 #[test]
@@ -185,7 +206,7 @@ fn larger_graph_replans_with_one_buffer_and_is_refused_with_two() {
     assert!(a.alloc_graph(&sg).unwrap());
 
     let cpu_t = crate::buffer::cpu_buffer_type::<Lm>();
-    let mut two = GraphAlloc::<Lm>::new(&[cpu_t, cpu_t]).unwrap();
+    let mut two = GraphAlloc::<Lm>::new(live(), &[cpu_t, cpu_t]).unwrap();
     small.clear_data();
     big.clear_data();
     two.reserve(&sg, &[1, 1], &[0]).unwrap();
@@ -219,7 +240,8 @@ fn random_graphs_placements_are_disjoint_and_no_larger_than_best_fit() {
     let ops = Lm::OPS;
     let kinds = [ops.add, ops.mul, ops.scale, ops.mul_mat, ops.rms_norm, ops.cpy, ops.soft_max];
     let mut rng = Lcg(7);
-    for round in 0..60 {
+    // under Miri (scripts/miri.sh), where a round takes seconds, the first rounds only
+    for round in 0..if cfg!(miri) { 3 } else { 60 } {
         let mut g = G::new();
         let mut pool: Vec<*mut T> = (0..3).map(|_| g.leaf([64, 4, 1, 1])).collect();
         for _ in 0..(10 + rng.next(80)) {
@@ -276,21 +298,21 @@ fn sources_outside_the_graph_and_changed_pre_allocation() {
     unsafe { (*x).flags |= TENSOR_FLAG_OUTPUT };
     let cg = g.graph();
     let cpu_t = crate::buffer::cpu_buffer_type::<Lm>();
-    let mut two = GraphAlloc::<Lm>::new(&[cpu_t, cpu_t]).unwrap();
+    let mut two = GraphAlloc::<Lm>::new(live(), &[cpu_t, cpu_t]).unwrap();
     let mut mem = vec![0f32; 512];
     // at reserve, l carries data of its own ...
     unsafe { (*l).data = mem.as_mut_ptr() as *mut std::ffi::c_void };
     two.reserve(&cg, &[0], &[0]).unwrap();
     assert!(two.alloc_graph(&cg).unwrap());
-    assert!(!t(o).data.is_null() && t(o).buffer == t(x).buffer);
-    assert_ne!(t(o).data, t(x).data);
+    assert!(!g.t(o).data.is_null() && g.t(o).buffer == g.t(x).buffer);
+    assert_ne!(g.t(o).data, g.t(x).data);
     // ... now it does not: the plan has no place for it, so a new reserve is asked for
     g.clear_data();
     assert!(!two.alloc_graph(&cg).unwrap());
     two.reserve(&cg, &[0], &[0]).unwrap();
     assert!(two.alloc_graph(&cg).unwrap());
     inside(&two, &g);
-    assert!(!t(l).data.is_null());
+    assert!(!g.t(l).data.is_null());
 }
 
 /// A graph input that lives long anyway is kept for free: the plan pins it, nothing is at risk,
@@ -313,7 +335,7 @@ fn long_lived_input_is_pinned_for_free() {
     let s = a.layout.stats[0].clone();
     assert!(s.ours <= s.stock, "{:?}", s);
     assert!(a.at_risk().is_empty());
-    assert_ne!(t(x).data, t(inp).data, "never computed in place over a pinned input");
+    assert_ne!(g.t(x).data, g.t(inp).data, "never computed in place over a pinned input");
 }
 
 /// A large input used only by the first node: keeping it to the end would cost its bytes on top
@@ -346,7 +368,7 @@ fn input_whose_pin_would_grow_the_buffer_is_at_risk() {
     assert!(a.alloc_graph(&cg).unwrap());
     assert_eq!(a.at_risk().len(), 1);
     assert_eq!(a.at_risk()[0].tensor, inp);
-    assert_eq!(t(z).data, t(inp).data, "z reuses the input's bytes, as in stock");
+    assert_eq!(g.t(z).data, g.t(inp).data, "z reuses the input's bytes, as in stock");
 }
 
 /// Random graphs with graph inputs: never more than stock's bytes (stock's plan frees inputs),
@@ -358,7 +380,8 @@ fn random_graphs_with_inputs_never_exceed_stock() {
     let kinds = [ops.add, ops.mul, ops.scale, ops.mul_mat, ops.rms_norm, ops.cpy, ops.soft_max];
     let mut rng = Lcg(11);
     let (mut n_risky, mut n_pinned_all) = (0, 0);
-    for round in 0..80 {
+    // under Miri, the first rounds only (as above)
+    for round in 0..if cfg!(miri) { 3 } else { 80 } {
         let mut g = G::new();
         let mut pool: Vec<*mut T> = (0..4)
             .map(|_| {
@@ -374,7 +397,7 @@ fn random_graphs_with_inputs_never_exceed_stock() {
             let op = kinds[rng.next(kinds.len() as u64) as usize];
             let n = 1 + rng.next(2) as usize;
             let srcs: Vec<*mut T> = (0..n).map(|_| pool[pool.len() - 1 - rng.next(pool.len().min(6) as u64) as usize]).collect();
-            let ne = if rng.next(3) == 0 { [64 * (1 + rng.next(8) as i64), 4, 1, 1] } else { t(srcs[0]).ne };
+            let ne = if rng.next(3) == 0 { [64 * (1 + rng.next(8) as i64), 4, 1, 1] } else { g.t(srcs[0]).ne };
             let p = g.node(op, ne, &srcs);
             if rng.next(12) == 0 {
                 unsafe { (*p).flags |= TENSOR_FLAG_OUTPUT };
@@ -401,9 +424,9 @@ fn random_graphs_with_inputs_never_exceed_stock() {
                 continue;
             }
             assert!(!inp.handed_on, "round {}", round);
-            let (lo, hi) = (t(p).data as usize, t(p).data as usize + blocks[inp.block as usize].size);
-            for tt in &g.tensors {
-                let tp = &**tt as *const T as *mut T;
+            let (lo, hi) = (g.t(p).data as usize, g.t(p).data as usize + blocks[inp.block as usize].size);
+            for &tp in &g.tensors {
+                let tt = g.t(tp);
                 if tp == p || tt.data.is_null() || !tt.view_src.is_null() {
                     continue;
                 }

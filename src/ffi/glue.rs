@@ -2,6 +2,11 @@
 //! core. Each function here backs the C symbol `<p>ggml_backend_<same name>`; errors become one log
 //! line and the function's "no" value in `ffi::guard`.
 
+// This is where C's pointers enter: each is taken on, with its `// SAFETY:` line, by
+// `non_null!` / `nullable!` / `sched_mut!` / `graph_mut!` or a slice built from it; making these
+// functions `unsafe` would only move the same promise into the generated exports.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
 use crate::abi::vtable::{cstr, obj, obj_mut};
 use crate::abi::*;
 use crate::error::Result;
@@ -10,13 +15,23 @@ use crate::{bail, ensure};
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 
-/// `non_null!(ptr, "what")`: borrows a C handle or fails with "<what> is NULL".
+/// `non_null!(ptr, "what")`: borrows a C handle or fails with "<what> is NULL". The borrow is
+/// used within the export's call.
 macro_rules! non_null {
     ($p:expr, $what:expr) => {
-        match obj($p) {
+        // SAFETY: an argument C passed to the export: the trust contract (abi::vtable).
+        match unsafe { obj($p) } {
             Some(r) => r,
             None => bail!("{} is NULL", $what),
         }
+    };
+}
+
+/// `nullable!(ptr)`: borrows a C handle that may be NULL, for the export's call.
+macro_rules! nullable {
+    ($p:expr) => {
+        // SAFETY: an argument C passed to the export: the trust contract (abi::vtable).
+        unsafe { obj($p) }
     };
 }
 
@@ -139,22 +154,22 @@ pub fn device_register<R: Rev>(device: *mut Device<R>) -> Result<()> {
 // ---------------------------------------------------------------- backend (stream)
 
 pub fn guid<R: Rev>(backend: *mut Backend<R>) -> Result<*mut Guid> {
-    Ok(obj(backend).map(|b| b.guid).unwrap_or(std::ptr::null_mut()))
+    Ok(nullable!(backend).map(|b| b.guid).unwrap_or(std::ptr::null_mut()))
 }
 pub fn name<R: Rev>(backend: *mut Backend<R>) -> Result<*const c_char> {
-    match obj(backend) {
+    match nullable!(backend) {
         Some(b) => b.name(),
         None => Ok(c"NULL".as_ptr()),
     }
 }
 pub fn free<R: Rev>(backend: *mut Backend<R>) -> Result<()> {
-    match obj(backend) {
+    match nullable!(backend) {
         Some(b) => b.free(),
         None => Ok(()),
     }
 }
 pub fn get_default_buffer_type<R: Rev>(backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
-    Ok(backend::default_buffer_type(non_null!(backend, "backend"))? as *const _ as *mut _)
+    Ok(crate::abi::vtable::c_handle(backend::default_buffer_type(non_null!(backend, "backend"))?))
 }
 pub fn alloc_buffer<R: Rev>(backend: *mut Backend<R>, size: usize) -> Result<*mut Buffer<R>> {
     backend::alloc_buffer(non_null!(backend, "backend"), size)
@@ -233,7 +248,7 @@ pub fn get_device<R: Rev>(backend: *mut Backend<R>) -> Result<*mut Device<R>> {
 // ---------------------------------------------------------------- events
 
 pub fn event_new<R: Rev>(device: *mut Device<R>) -> Result<*mut Event<R>> {
-    Ok(event::event_new(obj(device)))
+    Ok(event::event_new(nullable!(device)))
 }
 pub fn event_free<R: Rev>(e: *mut Event<R>) -> Result<()> {
     event::event_free(e)
@@ -260,11 +275,13 @@ pub fn dev_description<R: Rev>(device: *mut Device<R>) -> Result<*const c_char> 
 }
 pub fn dev_memory<R: Rev>(device: *mut Device<R>, free: *mut usize, total: *mut usize) -> Result<()> {
     let (f, t) = non_null!(device, "device").memory()?;
-    if let Some(p) = obj_mut(free) {
-        *p = f;
+    if !free.is_null() {
+        // SAFETY: a non-NULL out-pointer C passed for the answer.
+        unsafe { *free = f };
     }
-    if let Some(p) = obj_mut(total) {
-        *p = t;
+    if !total.is_null() {
+        // SAFETY: as above.
+        unsafe { *total = t };
     }
     Ok(())
 }
@@ -273,7 +290,8 @@ pub fn dev_type<R: Rev>(device: *mut Device<R>) -> Result<DevType> {
 }
 pub fn dev_get_props<R: Rev>(device: *mut Device<R>, props: *mut DevProps<R>) -> Result<()> {
     let d = non_null!(device, "device");
-    let Some(out) = obj_mut(props) else { bail!("props is NULL") };
+    // SAFETY: an out-parameter C passed to the export, the caller's for the call.
+    let Some(out) = (unsafe { obj_mut(props) }) else { bail!("props is NULL") };
     device::get_props(d, out)
 }
 pub fn dev_backend_reg<R: Rev>(device: *mut Device<R>) -> Result<*mut Reg<R>> {
@@ -397,19 +415,29 @@ pub fn cpu_buffer_type<R: Rev>() -> Result<*mut BufferType<R>> {
 
 use crate::sched::Sched;
 
-fn sched_mut<'a, R: Rev>(sched: *mut Sched<R>) -> Result<&'a mut Sched<R>> {
-    match obj_mut(sched) {
-        Some(s) => Ok(s),
-        None => bail!("scheduler is NULL"),
-    }
+/// `sched_mut!(ptr)`: the scheduler C passes back (one of `sched_new`'s), for the export's call.
+macro_rules! sched_mut {
+    ($p:expr) => {
+        // SAFETY: a scheduler C got from sched_new, passed to one export at a time (ggml's
+        // scheduler is not thread-safe: the caller serialises its calls).
+        match unsafe { obj_mut::<Sched<R>>($p) } {
+            Some(s) => s,
+            None => bail!("scheduler is NULL"),
+        }
+    };
 }
 
-fn graph_mut<'a, R: Rev>(g: *mut CGraph<R>) -> Result<&'a mut CGraph<R>> {
-    match obj_mut(g) {
-        Some(g) => Ok(g),
-        None => bail!("graph is NULL"),
-    }
+/// `graph_mut!(ptr)`: the graph C passes to a scheduler call, which may rewrite it (as stock's).
+macro_rules! graph_mut {
+    ($p:expr) => {
+        // SAFETY: an argument C passed to the export, the caller's for the call (trust contract).
+        match unsafe { obj_mut::<CGraph<R>>($p) } {
+            Some(g) => g,
+            None => bail!("graph is NULL"),
+        }
+    };
 }
+
 
 fn sched_new_impl<R: Rev>(
     backends: *mut *mut Backend<R>,
@@ -426,7 +454,11 @@ fn sched_new_impl<R: Rev>(
     let list = unsafe { std::slice::from_raw_parts(backends, n_backends as usize) };
     // SAFETY: as above, when bufts is given.
     let bts = (!bufts.is_null()).then(|| unsafe { std::slice::from_raw_parts(bufts, n_backends as usize) });
-    Ok(Box::into_raw(Sched::new(list, bts, graph_size, parallel, op_offload)?))
+    // SAFETY: ggml's scheduler contract: the backends (and buffer types) outlive the scheduler,
+    // and a graph handed to one of its calls, with every tensor it reaches, is the caller's and
+    // live until the call returns (or, for a graph it allocated, until it is computed or reset).
+    let live = unsafe { crate::abi::vtable::Live::vouch() };
+    Ok(Box::into_raw(Sched::new(live, list, bts, graph_size, parallel, op_offload)?))
 }
 
 /// lm has no `op_offload` parameter: it always lets a higher-priority backend offload.
@@ -453,58 +485,58 @@ pub fn sched_free<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
     Ok(())
 }
 pub fn sched_reserve<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<bool> {
-    sched_mut(sched)?.reserve(graph_mut(g)?)?;
+    sched_mut!(sched).reserve(graph_mut!(g))?;
     Ok(true)
 }
 pub fn sched_get_n_backends<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut(sched)?.backends.len() as i32)
+    Ok(sched_mut!(sched).backends.len() as i32)
 }
 pub fn sched_get_backend<R: Rev>(sched: *mut Sched<R>, i: i32) -> Result<*mut Backend<R>> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     ensure!(i >= 0 && (i as usize) < s.backends.len(), "backend index {} out of range ({} backends)", i, s.backends.len());
     Ok(s.backends[i as usize])
 }
 pub fn sched_get_n_splits<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut(sched)?.splits.len() as i32)
+    Ok(sched_mut!(sched).splits.len() as i32)
 }
 pub fn sched_get_n_copies<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut(sched)?.n_copies as i32)
+    Ok(sched_mut!(sched).n_copies as i32)
 }
 pub fn sched_get_buffer_size<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<usize> {
-    sched_mut(sched)?.buffer_size(backend)
+    sched_mut!(sched).buffer_size(backend)
 }
 pub fn sched_set_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<R>, backend: *mut Backend<R>) -> Result<()> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     s.set_tensor_backend(non_null!(node, "node"), backend)
 }
 pub fn sched_get_tensor_backend<R: Rev>(sched: *mut Sched<R>, node: *mut Tensor<R>) -> Result<*mut Backend<R>> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     non_null!(node, "node");
     Ok(s.reported_backend(node))
 }
 pub fn sched_alloc_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<bool> {
-    sched_mut(sched)?.alloc_graph(graph_mut(g)?)?;
+    sched_mut!(sched).alloc_graph(graph_mut!(g))?;
     Ok(true)
 }
 pub fn sched_graph_compute<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<Status> {
-    let s = sched_mut(sched)?;
-    let st = s.graph_compute_async(graph_mut(g)?)?;
+    let s = sched_mut!(sched);
+    let st = s.graph_compute_async(graph_mut!(g))?;
     s.synchronize();
     Ok(st)
 }
 pub fn sched_graph_compute_async<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<Status> {
-    sched_mut(sched)?.graph_compute_async(graph_mut(g)?)
+    sched_mut!(sched).graph_compute_async(graph_mut!(g))
 }
 pub fn sched_synchronize<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
-    sched_mut(sched)?.synchronize();
+    sched_mut!(sched).synchronize();
     Ok(())
 }
 pub fn sched_reset<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
-    sched_mut(sched)?.reset();
+    sched_mut!(sched).reset();
     Ok(())
 }
 pub fn sched_set_eval_callback<R: Rev>(sched: *mut Sched<R>, callback: SchedEvalCallback<R>, user_data: *mut c_void) -> Result<()> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     s.callback = callback;
     s.callback_data = user_data;
     Ok(())
@@ -513,7 +545,7 @@ pub fn sched_set_eval_callback<R: Rev>(sched: *mut Sched<R>, callback: SchedEval
 // ---------------------------------------------------------------- graph utilities
 
 pub fn graph_copy<R: Rev>(backend: *mut Backend<R>, g: *mut CGraph<R>) -> Result<GraphCopy<R>> {
-    crate::graph::graph_copy(non_null!(backend, "backend"), graph_mut(g)?)
+    crate::graph::graph_copy(non_null!(backend, "backend"), graph_mut!(g))
 }
 pub fn graph_copy_free<R: Rev>(copy: GraphCopy<R>) -> Result<()> {
     crate::graph::graph_copy_free(copy)
@@ -526,7 +558,7 @@ pub fn compare_graph_backend<R: Rev>(
     user_data: *mut c_void,
 ) -> Result<bool> {
     let Some(cb) = callback else { bail!("callback is NULL") };
-    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut(g)?, cb, user_data, &[])
+    crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph_mut!(g), cb, user_data, &[])
 }
 /// wsp: the spec declares five parameters, whisper.rn 0.4.3's own header a sixth, `test_node`,
 /// and callers of both kinds exist. The export takes six (the header stays at five, see
@@ -544,7 +576,7 @@ pub fn compare_graph_backend_test_node<R: Rev>(
     test_node: *mut Tensor<R>,
 ) -> Result<bool> {
     let Some(cb) = callback else { bail!("callback is NULL") };
-    let graph = graph_mut(g)?;
+    let graph = graph_mut!(g);
     let index = if test_node.is_null() { None } else { graph.nodes().iter().position(|&n| n == test_node) };
     crate::graph::compare_graph_backend(non_null!(backend1, "backend1"), non_null!(backend2, "backend2"), graph, cb, user_data, index.as_slice())
 }
@@ -563,7 +595,7 @@ pub fn compare_graph_backend_test_nodes<R: Rev>(
     num_test_nodes: usize,
 ) -> Result<bool> {
     let Some(cb) = callback else { bail!("callback is NULL") };
-    let graph = graph_mut(g)?;
+    let graph = graph_mut!(g);
     let (b1, b2) = (non_null!(backend1, "backend1"), non_null!(backend2, "backend2"));
     if num_test_nodes == 0 {
         return crate::graph::compare_graph_backend(b1, b2, graph, cb, user_data, &[]);
@@ -616,22 +648,22 @@ pub fn tensor_get_2d_async<R: Rev>(backend: *mut Backend<R>, tensor: *const Tens
 // handed (the exports are the unsafe boundary; these functions check what can be checked).
 #[allow(clippy::not_unsafe_ptr_arg_deref)]
 pub fn sched_reserve_size<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>, sizes: *mut usize) -> Result<()> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     ensure!(!sizes.is_null(), "sizes is NULL");
-    let got = s.reserve_size(graph_mut(g)?)?;
+    let got = s.reserve_size(graph_mut!(g))?;
     // SAFETY: the caller passes one size_t per backend of the scheduler (stock's contract).
     unsafe { std::ptr::copy_nonoverlapping(got.as_ptr(), sizes, got.len()) };
     Ok(())
 }
 pub fn sched_get_buffer_type<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
-    let s = sched_mut(sched)?;
+    let s = sched_mut!(sched);
     match s.backend_index(backend) {
         Some(i) => Ok(s.bufts[i]),
         None => bail!("backend is not part of this scheduler"),
     }
 }
 pub fn sched_split_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<()> {
-    sched_mut(sched)?.split_graph_public(graph_mut(g)?)
+    sched_mut!(sched).split_graph_public(graph_mut!(g))
 }
 
 // ---------------------------------------------------------------- the SIMD backend
@@ -646,7 +678,7 @@ pub fn simd_init<R: Rev>() -> Result<*mut Backend<R>> {
 }
 #[cfg(feature = "simd")]
 pub fn is_simd<R: Rev>(backend: *mut Backend<R>) -> Result<bool> {
-    Ok(obj(backend).is_some_and(crate::simd::device::is_simd))
+    Ok(nullable!(backend).is_some_and(crate::simd::device::is_simd))
 }
 // built without SIMD (cargo feature "simd" off): the exports stay (same ABI), saying so
 #[cfg(not(feature = "simd"))]

@@ -10,7 +10,6 @@
 //! stays unassigned and goes to the first backend that supports it (a GPU) in pass 3.
 
 use super::Sched;
-use crate::abi::vtable::obj;
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::is_view_op;
@@ -51,7 +50,7 @@ impl<R: Rev> Sched<R> {
 
     /// The highest-priority backend that supports `tensor`'s buffer type and can run `op`.
     fn backend_from_buffer(&self, tensor: &Tensor<R>, op: *const Tensor<R>) -> i32 {
-        let Some(buf) = obj(tensor.data_buffer()) else { return -1 };
+        let Some(buf) = self.live.obj(tensor.data_buffer()) else { return -1 };
         (0..self.backends.len())
             .find(|&i| self.supports_buft(i, buf.buft) && self.supports_op(i, op))
             .map(|i| i as i32)
@@ -63,15 +62,15 @@ impl<R: Rev> Sched<R> {
     /// sources are stand-ins of those copies: same layout, no data yet, in an empty buffer of
     /// `b`'s buffer type. Nothing is written to the graph.
     pub(super) fn supports_op_with_copies(&self, b: usize, node: &Tensor<R>) -> bool {
-        let foreign = |s: &Tensor<R>| obj(s.data_buffer()).is_some_and(|buf| !self.supports_buft(b, buf.buft));
-        if !node.src.iter().filter_map(|&s| obj(s)).any(foreign) {
+        let foreign = |s: &Tensor<R>| self.live.obj(s.data_buffer()).is_some_and(|buf| !self.supports_buft(b, buf.buft));
+        if !node.src.iter().filter_map(|&s| self.live.obj(s)).any(foreign) {
             return self.supports_op(b, node);
         }
         let mut copy_buffer =
             Buffer { iface: BufferI::EMPTY, buft: self.bufts[b], context: std::ptr::null_mut(), size: 0, usage: USAGE_COMPUTE };
         let mut copies: [Option<Tensor<R>>; MAX_SRC] = std::array::from_fn(|_| None);
         for (j, copy) in copies.iter_mut().enumerate() {
-            let Some(s) = obj(node.src[j]).filter(|s| foreign(s)) else { continue };
+            let Some(s) = self.live.obj(node.src[j]).filter(|s| foreign(s)) else { continue };
             let mut c = s.clone();
             c.buffer = &mut copy_buffer;
             c.op = R::OPS.none;
@@ -94,7 +93,7 @@ impl<R: Rev> Sched<R> {
     /// Pass 1 for one tensor: pinned by its (or its view source's) buffer, a graph input on the
     /// CPU, or next to its weights (unless a higher-priority backend wants to offload the op).
     fn backend_from_cur(&self, t: *mut Tensor<R>) -> Result<i32> {
-        let tr = obj(t).unwrap();
+        let tr = self.live.obj(t).unwrap();
         let id = self.backend_from_buffer(tr, t);
         if id != -1 {
             return Ok(id);
@@ -107,7 +106,7 @@ impl<R: Rev> Sched<R> {
         }
         if !tr.data_buffer().is_null() {
             // stock aborts here: the tensor is pre-allocated where no backend can run its op
-            let buf = obj(tr.data_buffer()).unwrap();
+            let buf = self.live.obj(tr.data_buffer()).unwrap();
             bail!(
                 "pre-allocated tensor '{}' in a buffer ({}) that cannot run the operation ({})",
                 tr.name(),
@@ -119,8 +118,8 @@ impl<R: Rev> Sched<R> {
             return Ok(self.last());
         }
         for &src in tr.src.iter() {
-            let Some(s) = obj(src) else { continue };
-            let Some(sbuf) = obj(s.buffer) else { continue };
+            let Some(s) = self.live.obj(src) else { continue };
+            let Some(sbuf) = self.live.obj(s.buffer) else { continue };
             // ROPE's frequency tensor is too small to choose a backend by
             if tr.op != R::OPS.rope && sbuf.usage == USAGE_WEIGHTS {
                 let src_id = self.backend_from_buffer(s, t);
@@ -151,7 +150,7 @@ impl<R: Rev> Sched<R> {
             }
         }
         for &node in g.nodes() {
-            if R::SCHED_PASS1_SKIPS_VIEWS && is_view_op::<R>(obj(node).unwrap().op) {
+            if R::SCHED_PASS1_SKIPS_VIEWS && is_view_op::<R>(self.live.obj(node).unwrap().op) {
                 continue;
             }
             if self.ids.backend(node) == -1 {
@@ -167,7 +166,7 @@ impl<R: Rev> Sched<R> {
     fn expand(&mut self, order: &[*mut Tensor<R>], skip_cpu: bool) {
         let mut cur = -1;
         for &node in order {
-            if is_view_op::<R>(obj(node).unwrap().op) {
+            if is_view_op::<R>(self.live.obj(node).unwrap().op) {
                 continue;
             }
             let id = self.ids.backend(node);
@@ -191,7 +190,7 @@ impl<R: Rev> Sched<R> {
 
     /// Is `t` (allocated or assigned) in a buffer type backend `b` can use?
     pub(super) fn buffer_supported(&self, t: &Tensor<R>, b: usize) -> bool {
-        let buft = match obj(t.data_buffer()) {
+        let buft = match self.live.obj(t.data_buffer()) {
             Some(buf) => buf.buft,
             None => {
                 let mut id = self.ids.backend(t);
@@ -212,7 +211,7 @@ impl<R: Rev> Sched<R> {
     /// inputs are usable there.
     pub(super) fn upgrade_to_higher_priority(&mut self, g: &CGraph<R>) {
         for &node in g.nodes() {
-            let n = obj(node).unwrap();
+            let n = self.live.obj(node).unwrap();
             if is_view_op::<R>(n.op) {
                 continue;
             }
@@ -226,7 +225,7 @@ impl<R: Rev> Sched<R> {
                     let supported = n
                         .src
                         .iter()
-                        .filter_map(|&s| obj(s))
+                        .filter_map(|&s| self.live.obj(s))
                         .filter(|s| {
                             (self.ids.backend(*s) != -1 || self.ids.backend(s.view_src) != -1) && self.buffer_supported(s, b)
                         })
@@ -240,7 +239,7 @@ impl<R: Rev> Sched<R> {
                 for b in 0..id as usize {
                     if self.bufts[b] == self.bufts[id as usize]
                         && self.supports_op(b, node)
-                        && n.src.iter().filter_map(|&s| obj(s)).all(|s| self.buffer_supported(s, b))
+                        && n.src.iter().filter_map(|&s| self.live.obj(s)).all(|s| self.buffer_supported(s, b))
                     {
                         self.ids.set_backend(node, b as i32);
                         break;
@@ -256,8 +255,8 @@ impl<R: Rev> Sched<R> {
     pub(super) fn assign_single_backend(&mut self, g: &CGraph<R>) -> Result<()> {
         self.unchecked.clear();
         for &leaf in g.leafs() {
-            let l = obj(leaf).unwrap();
-            if let Some(buf) = obj(l.data_buffer()) {
+            let l = self.live.obj(leaf).unwrap();
+            if let Some(buf) = self.live.obj(l.data_buffer()) {
                 if !self.supports_buft(0, buf.buft) {
                     bail!(
                         "pre-allocated tensor '{}' in a buffer ({}) the backend cannot use",
@@ -269,7 +268,7 @@ impl<R: Rev> Sched<R> {
             self.ids.set_backend(leaf, 0);
         }
         for &node in g.nodes() {
-            let n = obj(node).unwrap();
+            let n = self.live.obj(node).unwrap();
             if self.ids.backend(node) == -1 {
                 self.ids.set_backend(node, 0);
                 if !is_view_op::<R>(n.op) {
@@ -290,7 +289,7 @@ impl<R: Rev> Sched<R> {
     pub(super) fn assign_remaining_srcs(&mut self, g: &CGraph<R>) {
         self.unchecked.clear();
         for &node in g.nodes() {
-            let n = obj(node).unwrap();
+            let n = self.live.obj(node).unwrap();
             if !n.view_src.is_null() && self.ids.backend(node) == -1 {
                 let id = self.ids.backend(n.view_src);
                 self.ids.set_backend(node, id);
@@ -298,7 +297,7 @@ impl<R: Rev> Sched<R> {
             }
             let cur = self.ids.backend(node);
             for &src in n.src.iter() {
-                let Some(s) = obj(src) else { continue };
+                let Some(s) = self.live.obj(src) else { continue };
                 if self.ids.backend(src) == -1 {
                     let id = if !s.view_src.is_null() { self.ids.backend(s.view_src) } else { cur };
                     self.ids.set_backend(src, id);

@@ -2,7 +2,7 @@
 //! have them), compute, and drive the eval callback.
 
 use super::Sched;
-use crate::abi::vtable::{call_eval_callback, obj};
+use crate::abi::vtable::call_eval_callback;
 use crate::abi::*;
 use crate::buffer::tensor_copy;
 use crate::error::Result;
@@ -29,7 +29,7 @@ impl<R: Rev> Sched<R> {
 
     /// Waits (on the host) until backend `b` is done with the current copy.
     fn host_wait(&self, b: usize, backend: &Backend<R>) -> Result<()> {
-        match obj(self.event(b)) {
+        match self.live.obj(self.event(b)) {
             Some(e) => crate::event::event_synchronize(e),
             None => {
                 backend.synchronize();
@@ -45,12 +45,12 @@ impl<R: Rev> Sched<R> {
         let split = &self.splits[si];
         let b = split.backend_id;
         let input = split.inputs[k];
-        let inp = obj(input).unwrap();
+        let inp = self.live.obj(input).unwrap();
         let cpy = self.ids.copy(input, b, self.split_copy);
-        let Some(node) = split.graph.nodes().first().and_then(|&n| obj(n)) else { return Ok(false) };
-        let Some(buf) = obj(inp.buffer) else { return Ok(false) };
+        let Some(node) = split.graph.nodes().first().and_then(|&n| self.live.obj(n)) else { return Ok(false) };
+        let Some(buf) = self.live.obj(inp.buffer) else { return Ok(false) };
         if buf.usage != USAGE_WEIGHTS
-            || !crate::buffer::is_host_buffer(inp.buffer)
+            || !crate::buffer::is_host_buffer(inp.buffer_ref())
             || node.op != R::OPS.mul_mat_id
             || node.src[0] != cpy
         {
@@ -58,10 +58,10 @@ impl<R: Rev> Sched<R> {
         }
         let n_expert = inp.ne[2].max(0) as usize;
         let expert_size = inp.nb[2];
-        if let Some(ib) = obj(self.tensor_backend(input)) {
+        if let Some(ib) = self.live.obj(self.tensor_backend(input)) {
             ib.synchronize();
         }
-        let Some(mut ids) = obj(node.src[2]) else { return Ok(false) };
+        let Some(mut ids) = self.live.obj(node.src[2]) else { return Ok(false) };
         // no ids, no expert to copy (b11118 skips; v0.20.0 reads past its bitset)
         if ids.ne.iter().any(|&n| n <= 0) {
             return Ok(true);
@@ -70,7 +70,7 @@ impl<R: Rev> Sched<R> {
         // an ids tensor that is a later input of this split is not copied yet: read the source
         for &later in &split.inputs[k + 1..] {
             if std::ptr::eq(ids, self.ids.copy(later, b, self.split_copy)) {
-                ids = obj(later).unwrap();
+                ids = self.live.obj(later).unwrap();
                 ids_backend = self.tensor_backend(later);
                 break;
             }
@@ -78,7 +78,7 @@ impl<R: Rev> Sched<R> {
         if !std::ptr::eq(ids, moe.ids) {
             let n = crate::tensor::nbytes(ids)?;
             let mut v = vec![0i32; n / 4];
-            let ib = obj(ids_backend).unwrap();
+            let ib = self.live.obj(ids_backend).unwrap();
             crate::backend::tensor_get_async(ib, ids, v.as_mut_ptr() as *mut c_void, 0, n)?;
             ib.synchronize();
             moe.used = vec![false; n_expert];
@@ -93,8 +93,8 @@ impl<R: Rev> Sched<R> {
             }
             moe.ids = ids;
         }
-        let be = obj(self.backends[b]).unwrap();
-        let cpy_t = obj(cpy).unwrap();
+        let be = self.live.obj(self.backends[b]).unwrap();
+        let cpy_t = self.live.obj(cpy).unwrap();
         let mut id = 0;
         while id < n_expert {
             if !moe.used[id] {
@@ -118,17 +118,18 @@ impl<R: Rev> Sched<R> {
     fn copy_inputs(&self, si: usize, moe: &mut UsedExperts<R>) -> Result<()> {
         let split = &self.splits[si];
         let b = split.backend_id;
-        let backend = obj(self.backends[b]).unwrap();
+        let backend = self.live.obj(self.backends[b]).unwrap();
         for (k, &input) in split.inputs.iter().enumerate() {
-            let inp = obj(input).unwrap();
-            let cpy = obj(self.ids.copy(input, b, self.split_copy)).unwrap();
+            let inp = self.live.obj(input).unwrap();
+            let cpy_p = self.ids.copy(input, b, self.split_copy);
+            let cpy = self.live.obj(cpy_p).unwrap();
             if inp.flags & TENSOR_FLAG_INPUT != 0 {
                 // user inputs are copied now, before the user can overwrite them
                 self.host_wait(b, backend)?;
                 tensor_copy(inp, cpy)?;
             } else {
                 // the split's backend must be done with this copy before it is overwritten
-                match obj(self.event(b)) {
+                match self.live.obj(self.event(b)) {
                     Some(_) => backend.event_wait(self.event(b))?,
                     None => backend.synchronize(),
                 }
@@ -136,8 +137,8 @@ impl<R: Rev> Sched<R> {
                     continue;
                 }
                 let input_backend = self.tensor_backend(input);
-                if !backend.cpy_tensor_async(input_backend, inp, cpy as *const _ as *mut _) {
-                    if let Some(ib) = obj(input_backend) {
+                if !backend.cpy_tensor_async(input_backend, inp, cpy_p) {
+                    if let Some(ib) = self.live.obj(input_backend) {
                         ib.synchronize();
                     }
                     self.host_wait(b, backend)?;
@@ -150,11 +151,12 @@ impl<R: Rev> Sched<R> {
 
     /// Computes one split, asking the eval callback which nodes it wants to observe so that the
     /// unobserved ones run together. Returns ABORTED when the callback declines to continue.
-    fn compute_split(&self, si: usize) -> Result<Status> {
-        let split = &self.splits[si];
-        let backend = obj(self.backends[split.backend_id]).unwrap();
+    fn compute_split(&mut self, si: usize) -> Result<Status> {
+        // (mutable: the backend is handed the split's graph, which ggml lets it write)
+        let split = &mut self.splits[si];
+        let backend = self.live.obj(self.backends[split.backend_id]).unwrap();
         let Some(cb) = self.callback else {
-            return backend.graph_compute(&split.graph as *const _ as *mut _);
+            return backend.graph_compute(&mut split.graph);
         };
         let nodes = split.graph.nodes();
         let mut j0 = 0;
@@ -189,7 +191,7 @@ impl<R: Rev> Sched<R> {
             // backend may still be working on
             if R::SCHED_WAIT_PREV_BACKEND && self.splits[si].inputs.is_empty() {
                 if let Some(p) = prev_backend.filter(|&p| p != b) {
-                    if let Some(pb) = obj(self.backends[p]) {
+                    if let Some(pb) = self.live.obj(self.backends[p]) {
                         self.host_wait(p, pb)?;
                     }
                 }
@@ -202,7 +204,7 @@ impl<R: Rev> Sched<R> {
             prev_backend = Some(b);
             let split = &self.splits[si];
             if R::SCHED_EVENT_EVERY_SPLIT || !split.inputs.is_empty() {
-                if let Some(be) = obj(self.backends[split.backend_id]) {
+                if let Some(be) = self.live.obj(self.backends[split.backend_id]) {
                     if !self.event(split.backend_id).is_null() {
                         be.event_record(self.event(split.backend_id))?;
                     }

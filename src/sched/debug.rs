@@ -2,7 +2,7 @@
 //! logger, in stock's format.
 
 use super::Sched;
-use crate::abi::vtable::{cstr, obj};
+use crate::abi::vtable::cstr;
 use crate::abi::*;
 use crate::host::{log, op_desc, op_name};
 use crate::tensor::{is_view_op, nbytes};
@@ -17,7 +17,7 @@ fn fmt_size(n: usize) -> String {
 
 impl<R: Rev> Sched<R> {
     fn name_of(&self, b: *mut Backend<R>) -> String {
-        obj(b).and_then(|be| be.name().ok()).map(cstr).unwrap_or_else(|| "NULL".into())
+        self.live.obj(b).and_then(|be| be.name().ok()).map(cstr).unwrap_or_else(|| "NULL".into())
     }
 
     pub(super) fn print_assignments(&self, g: &CGraph<R>) {
@@ -28,7 +28,7 @@ impl<R: Rev> Sched<R> {
                 let sp = &self.splits[cur_split];
                 out.push_str(&format!("\n## SPLIT #{}: {} # {} inputs", cur_split, self.name_of(self.backends[sp.backend_id]), sp.inputs.len()));
                 for (j, &inp) in sp.inputs.iter().enumerate() {
-                    let t = obj(inp).unwrap();
+                    let t = self.live.obj(inp).unwrap();
                     if j == 0 {
                         out.push_str(": ");
                     }
@@ -37,7 +37,7 @@ impl<R: Rev> Sched<R> {
                 out.push('\n');
                 cur_split += 1;
             }
-            let n = obj(node).unwrap();
+            let n = self.live.obj(node).unwrap();
             if is_view_op::<R>(n.op) || self.debug < 2 {
                 continue;
             }
@@ -65,7 +65,7 @@ impl<R: Rev> Sched<R> {
             }
             out.push(':');
             for &src in n.src.iter() {
-                let Some(s) = obj(src) else { continue };
+                let Some(s) = self.live.obj(src) else { continue };
                 out.push_str(&format!(
                     " {:>20.20} ({:>5.5}) [{:>5.5} {:>8.8}]",
                     s.name(),

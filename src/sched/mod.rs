@@ -14,7 +14,7 @@ mod debug;
 mod split;
 pub mod tensor_map;
 
-use crate::abi::vtable::obj;
+use crate::abi::vtable::Live;
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
@@ -87,11 +87,11 @@ enum Allocator<R: Rev> {
 }
 
 impl<R: Rev> Allocator<R> {
-    fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
+    fn new(live: Live, bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
         if use_host_alloc() {
             Ok(Allocator::Host(Galloc::new(bufts)?))
         } else {
-            Ok(Allocator::Ours(Box::new(crate::alloc::GraphAlloc::new(bufts)?)))
+            Ok(Allocator::Ours(Box::new(crate::alloc::GraphAlloc::new(live, bufts)?)))
         }
     }
     fn reserve(&mut self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
@@ -151,6 +151,8 @@ fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
 }
 
 pub struct Sched<R: Rev> {
+    /// follows the backends and the graphs' tensors (the promise made at `sched_new`)
+    pub(crate) live: Live,
     pub(crate) backends: Vec<*mut Backend<R>>,
     pub(crate) bufts: Vec<*mut BufferType<R>>,
     galloc: Allocator<R>,
@@ -215,15 +217,15 @@ pub struct Sched<R: Rev> {
 
 /// Where the SIMD backend stands among `backends` when it is not the last one (the last is the
 /// CPU fallback, which stock requires).
-fn simd_beside_cpu<R: Rev>(backends: &[*mut Backend<R>]) -> Option<i32> {
+fn simd_beside_cpu<R: Rev>(live: Live, backends: &[*mut Backend<R>]) -> Option<i32> {
     #[cfg(feature = "simd")]
     {
         let last = backends.len().checked_sub(1)?;
-        backends[..last].iter().position(|&b| obj(b).is_some_and(crate::simd::device::is_simd)).map(|i| i as i32)
+        backends[..last].iter().position(|&b| live.obj(b).is_some_and(crate::simd::device::is_simd)).map(|i| i as i32)
     }
     #[cfg(not(feature = "simd"))]
     {
-        let _ = backends;
+        let _ = (live, backends);
         None
     }
 }
@@ -238,6 +240,7 @@ fn debug_level<R: Rev>() -> i32 {
 
 impl<R: Rev> Sched<R> {
     pub fn new(
+        live: Live,
         backends: &[*mut Backend<R>],
         bufts: Option<&[*mut BufferType<R>]>,
         graph_size: usize,
@@ -251,7 +254,7 @@ impl<R: Rev> Sched<R> {
             ensure!(!b.is_null(), "backend {} is NULL", i);
         }
         // stock aborts unless the last backend is a CPU device: the fallback for every op
-        let last = obj(backends[n - 1]).and_then(|b| obj(b.device));
+        let last = live.obj(backends[n - 1]).and_then(|b| live.obj(b.device));
         let last_type = match last {
             Some(d) => d.type_()?,
             None => bail!("the last backend has no device"),
@@ -260,13 +263,13 @@ impl<R: Rev> Sched<R> {
 
         let mut bts = Vec::with_capacity(n);
         for (i, &b) in backends.iter().enumerate() {
-            let be = obj(b).unwrap();
+            let be = live.obj(b).unwrap();
             let buft = match bufts {
                 Some(list) => list[i],
-                None => crate::backend::default_buffer_type(be)? as *const _ as *mut _,
+                None => crate::abi::vtable::c_handle(crate::backend::default_buffer_type(be)?),
             };
             ensure!(!buft.is_null(), "buffer type {} is NULL", i);
-            ensure!(crate::backend::supports_buft(be, buft)?, "backend {} does not support buffer type {}", i, crate::abi::vtable::cstr(obj(buft).map(|t| t.name()).transpose()?.unwrap_or(std::ptr::null())));
+            ensure!(crate::backend::supports_buft(be, buft)?, "backend {} does not support buffer type {}", i, crate::abi::vtable::cstr(live.obj(buft).map(|t| t.name()).transpose()?.unwrap_or(std::ptr::null())));
             bts.push(buft);
         }
 
@@ -274,15 +277,16 @@ impl<R: Rev> Sched<R> {
         let mut events = vec![[std::ptr::null_mut(); MAX_COPIES]; n];
         if n_copies > 1 {
             for (b, ev) in events.iter_mut().enumerate() {
-                let dev = obj(backends[b]).and_then(|be| obj(be.device));
+                let dev = live.obj(backends[b]).and_then(|be| live.obj(be.device));
                 for e in ev.iter_mut().take(n_copies) {
                     *e = crate::event::event_new(dev);
                 }
             }
         }
-        let galloc = Allocator::new(&mut bts)?;
+        let galloc = Allocator::new(live, &mut bts)?;
         let capacity = hash_capacity::<R>(graph_size);
         let mut s = Box::new(Sched {
+            live,
             backends: backends.to_vec(),
             bufts: bts,
             galloc,
@@ -292,7 +296,7 @@ impl<R: Rev> Sched<R> {
             redirects: Vec::new(),
             alloc_deps: AllocDeps::default(),
             op_offload,
-            simd_beside_cpu: simd_beside_cpu(backends),
+            simd_beside_cpu: simd_beside_cpu(live, backends),
             debug: debug_level::<R>(),
             events,
             graph_size,
@@ -354,16 +358,16 @@ impl<R: Rev> Sched<R> {
     fn prealloc_signature(&self) -> Vec<u32> {
         let own = |t: &Tensor<R>| !t.data.is_null() || !t.view_src.is_null();
         let node_sig = |&p: &*mut Tensor<R>| {
-            let Some(t) = obj(p) else { return 0 };
+            let Some(t) = self.live.obj(p) else { return 0 };
             let mut sig = own(t) as u32;
             for (j, &sp) in t.src.iter().enumerate() {
-                if let Some(st) = obj(sp) {
+                if let Some(st) = self.live.obj(sp) {
                     sig |= 1 << (1 + j) | (own(st) as u32) << (1 + MAX_SRC + j);
                 }
             }
             sig
         };
-        self.nodes.iter().map(node_sig).chain(self.leafs.iter().map(|&p| obj(p).is_some_and(own) as u32)).collect()
+        self.nodes.iter().map(node_sig).chain(self.leafs.iter().map(|&p| self.live.obj(p).is_some_and(own) as u32)).collect()
     }
 
     fn galloc_reserve(&mut self) -> bool {
@@ -447,7 +451,7 @@ impl<R: Rev> Sched<R> {
             // a re-allocation may move split inputs: let the backends finish with them first
             // (without sched_synchronize, which could rewind cur_copy)
             for &b in &self.backends {
-                if let Some(be) = obj(b) {
+                if let Some(be) = self.live.obj(b) {
                     be.synchronize();
                 }
             }
@@ -470,7 +474,7 @@ impl<R: Rev> Sched<R> {
             // Allocating here gives the graph's inputs fresh memory the caller never wrote (stock
             // computes on it; GET_ROWS then asserts on garbage ids): refuse rather than compute
             // on data that is not the caller's.
-            let unset = g.nodes().iter().chain(g.leafs().iter()).filter_map(|&t| obj(t)).find(|t| {
+            let unset = g.nodes().iter().chain(g.leafs().iter()).filter_map(|&t| self.live.obj(t)).find(|t| {
                 t.flags & TENSOR_FLAG_INPUT != 0 && t.data.is_null() && t.view_src.is_null()
             });
             if let Some(t) = unset {
@@ -521,7 +525,7 @@ impl<R: Rev> Sched<R> {
         let mut at = 0;
         let risky = self.inputs_at_risk();
         for r in risky {
-            let Some(t) = obj(r.tensor) else { continue };
+            let Some(t) = self.live.obj(r.tensor) else { continue };
             let n = crate::tensor::nbytes(t)?;
             if fresh {
                 before.resize(at + n, 0);
@@ -557,8 +561,8 @@ impl<R: Rev> Sched<R> {
         let mut at = 0;
         let mut r = Ok(());
         for ar in self.inputs_at_risk() {
-            let Some(t) = obj(ar.tensor) else { continue };
-            if let Some(be) = self.backends.get(ar.buffer_id).and_then(|&b| obj(b)) {
+            let Some(t) = self.live.obj(ar.tensor) else { continue };
+            if let Some(be) = self.backends.get(ar.buffer_id).and_then(|&b| self.live.obj(b)) {
                 be.synchronize();
             }
             let Ok(n) = crate::tensor::nbytes(t) else { continue };
@@ -581,7 +585,7 @@ impl<R: Rev> Sched<R> {
 
     pub fn synchronize(&mut self) {
         for &b in &self.backends {
-            if let Some(be) = obj(b) {
+            if let Some(be) = self.live.obj(b) {
                 be.synchronize();
             }
         }
@@ -605,7 +609,7 @@ impl<R: Rev> Sched<R> {
     /// refuses while the weight is still in the non-host buffer).
     pub fn set_tensor_backend(&mut self, node: &Tensor<R>, backend: *mut Backend<R>) -> Result<()> {
         let Some(i) = self.backend_index(backend) else { bail!("backend is not part of this scheduler") };
-        let be = obj(backend).unwrap();
+        let be = self.live.obj(backend).unwrap();
         ensure!(
             self.supports_op_with_copies(i, node),
             "backend {} does not support op {} of tensor '{}'",
@@ -630,7 +634,7 @@ impl<R: Rev> Sched<R> {
         let b = self.tensor_backend(node);
         #[cfg(feature = "simd")]
         if let Some(&last) = self.backends.last() {
-            if b != last && obj(b).is_some_and(crate::simd::device::is_simd) {
+            if b != last && self.live.obj(b).is_some_and(crate::simd::device::is_simd) {
                 return last;
             }
         }
@@ -645,15 +649,15 @@ impl<R: Rev> Sched<R> {
     }
 
     pub(crate) fn supports_op(&self, b: usize, t: *const Tensor<R>) -> bool {
-        obj(self.backends[b]).and_then(|be| obj(t).map(|t| crate::backend::supports_op(be, t).unwrap_or(false))).unwrap_or(false)
+        self.live.obj(self.backends[b]).and_then(|be| self.live.obj(t).map(|t| crate::backend::supports_op(be, t).unwrap_or(false))).unwrap_or(false)
     }
 
     pub(crate) fn supports_buft(&self, b: usize, buft: *mut BufferType<R>) -> bool {
-        obj(self.backends[b]).map(|be| crate::backend::supports_buft(be, buft).unwrap_or(false)).unwrap_or(false)
+        self.live.obj(self.backends[b]).map(|be| crate::backend::supports_buft(be, buft).unwrap_or(false)).unwrap_or(false)
     }
 
     pub(crate) fn offload_op(&self, b: usize, t: *const Tensor<R>) -> bool {
-        obj(self.backends[b]).and_then(|be| obj(t).map(|t| crate::backend::offload_op(be, t).unwrap_or(false))).unwrap_or(false)
+        self.live.obj(self.backends[b]).and_then(|be| self.live.obj(t).map(|t| crate::backend::offload_op(be, t).unwrap_or(false))).unwrap_or(false)
     }
 }
 

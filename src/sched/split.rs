@@ -3,7 +3,7 @@
 //! split's input copies first, so they are allocated at the split's start).
 
 use super::{Sched, Split};
-use crate::abi::vtable::{cstr, obj, obj_mut};
+use crate::abi::vtable::cstr;
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::is_view_op;
@@ -18,7 +18,7 @@ fn next_graph_uid() -> u64 {
 
 impl<R: Rev> Sched<R> {
     fn backend_name(&self, b: usize) -> String {
-        obj(self.backends[b]).and_then(|be| be.name().ok()).map(cstr).unwrap_or_default()
+        self.live.obj(self.backends[b]).and_then(|be| be.name().ok()).map(cstr).unwrap_or_default()
     }
 
     /// Runs passes 1-5 on `g` and builds the allocator's graph. A failed split leaves no
@@ -39,7 +39,7 @@ impl<R: Rev> Sched<R> {
     /// graph is the caller's again and may be allocated later.
     pub(super) fn undo_redirects(&mut self) {
         for (node, j, src) in self.redirects.drain(..) {
-            if let Some(n) = obj_mut(node) {
+            if let Some(n) = self.live.obj_mut(node) {
                 n.src[j] = src;
             }
         }
@@ -53,7 +53,7 @@ impl<R: Rev> Sched<R> {
         // before; stock would silently read stale copies after a reset
         // (with no copies made, e.g. one backend, there is nothing to look up)
         for &node in g.nodes().iter().take(if self.arena.is_empty() { 0 } else { usize::MAX }) {
-            if obj(node).unwrap().src.iter().any(|&s| !s.is_null() && self.arena.owns(s)) {
+            if self.live.obj(node).unwrap().src.iter().any(|&s| !s.is_null() && self.arena.owns(s)) {
                 bail!("graph was already split by this scheduler: build a new graph after sched_reset");
             }
         }
@@ -84,17 +84,19 @@ impl<R: Rev> Sched<R> {
 
     /// Makes `n_copies` copies of `src` for backend `b` (the current copy may be `src` itself).
     fn make_copies(&mut self, src: *mut Tensor<R>, b: usize, reuse_original: bool) {
-        let s = obj(src).unwrap();
+        let live = self.live;
         let bname = self.backend_name(b);
         for c in 0..self.n_copies {
             let copy = if reuse_original && c == self.cur_copy {
                 src
             } else {
+                // (borrowed anew each time: the copy written below may be `src` itself)
+                let s = live.obj(src).unwrap();
                 self.arena.dup_layout(s, &format!("{}#{}#{}", bname, s.name(), c))
             };
             if self.n_copies > 1 {
                 // inputs and outputs: the allocator must neither share nor reuse their memory
-                obj_mut(copy).unwrap().flags |= TENSOR_FLAG_INPUT | TENSOR_FLAG_OUTPUT;
+                self.live.obj_mut(copy).unwrap().flags |= TENSOR_FLAG_INPUT | TENSOR_FLAG_OUTPUT;
             }
             self.ids.set_copy(src, b, c, copy);
         }
@@ -102,14 +104,18 @@ impl<R: Rev> Sched<R> {
 
     fn split_at_backend_change(&mut self, g: &CGraph<R>) -> Result<()> {
         let nodes = g.nodes();
-        let mut i = nodes.iter().position(|&n| !is_view_op::<R>(obj(n).unwrap().op)).unwrap_or(nodes.len());
+        let mut i = nodes.iter().position(|&n| !is_view_op::<R>(self.live.obj(n).unwrap().op)).unwrap_or(nodes.len());
         let first_backend = nodes.get(i).map(|&n| self.ids.backend(n)).unwrap_or(-1);
         let mut split = Split { backend_id: first_backend.max(0) as usize, i_start: 0, i_end: 0, inputs: Vec::new(), graph: CGraph::zeroed() };
         let mut cur = first_backend;
+        let live = self.live;
         while i < nodes.len() {
             let node = nodes[i];
-            let n = obj_mut(node).unwrap();
-            if is_view_op::<R>(n.op) {
+            // read, not held: the node is written below (its sources redirected) and read by the
+            // backends asked about it in between
+            let (op, srcs) = live.obj(node).map(|n| (n.op, n.src)).unwrap();
+            let name = || live.obj(node).map(|n| n.name()).unwrap_or_default();
+            if is_view_op::<R>(op) {
                 i += 1;
                 continue;
             }
@@ -121,17 +127,17 @@ impl<R: Rev> Sched<R> {
                 node_backend != -1
                     && (!self.unchecked.contains_key(node as usize) || self.supports_op(node_backend as usize, node)),
                 "node '{}' ({}) could not be assigned to any backend (no backend supports it)",
-                n.name(),
-                crate::host::op_name::<R>(n.op)
+                name(),
+                crate::host::op_name::<R>(op)
             );
 
             let mut need_new_split = false;
             if node_backend == cur && !split.inputs.is_empty() {
-                for &src in n.src.iter() {
-                    let Some(s) = obj(src) else { continue };
+                for &src in srcs.iter() {
+                    let Some(s) = live.obj(src) else { continue };
                     // a weight on another, incompatible backend: a new split lets the memory of
                     // the previously offloaded weights be reused
-                    if obj(s.buffer).is_some_and(|b| b.usage == USAGE_WEIGHTS) {
+                    if s.buffer_ref().is_some_and(|b| b.usage == USAGE_WEIGHTS) {
                         let sb = self.ids.backend(src);
                         if sb != cur && !self.buffer_supported(s, cur as usize) {
                             need_new_split = true;
@@ -155,11 +161,11 @@ impl<R: Rev> Sched<R> {
                 cur = node_backend;
             }
 
-            for j in 0..MAX_SRC {
-                let src = n.src[j];
-                let Some(s) = obj(src) else { continue };
+            for (j, &src) in srcs.iter().enumerate() {
+                // (srcs[j] is n.src[j]: only source j is written, after it is read here)
+                let Some(s) = live.obj(src) else { continue };
                 let sb = self.ids.backend(src);
-                ensure!(sb != -1, "input '{}' of node '{}' has no backend", s.name(), n.name());
+                ensure!(sb != -1, "input '{}' of node '{}' has no backend", s.name(), name());
 
                 if !R::SCHED_COPIES_EVERY_INPUT_LEAF
                     && s.flags & TENSOR_FLAG_INPUT != 0
@@ -176,7 +182,8 @@ impl<R: Rev> Sched<R> {
                         split.inputs.push(src);
                     }
                     self.redirects.push((node, j, src));
-                    n.src[j] = self.ids.copy(src, cur as usize, self.cur_copy);
+                    let copy = self.ids.copy(src, cur as usize, self.cur_copy);
+                    self.live.obj_mut(node).unwrap().src[j] = copy;
                 }
             }
             i += 1;
@@ -197,7 +204,7 @@ impl<R: Rev> Sched<R> {
         self.alloc_deps.clear();
         for sp in &mut self.splits {
             sp.graph = crate::graph::graph_view(g, sp.i_start, sp.i_end);
-            if let Some(be) = obj(self.backends[sp.backend_id]) {
+            if let Some(be) = self.live.obj(self.backends[sp.backend_id]) {
                 be.graph_optimize(&mut sp.graph, &mut self.alloc_deps);
             }
             R::set_graph_uid(&mut sp.graph, next_graph_uid());
@@ -218,7 +225,7 @@ impl<R: Rev> Sched<R> {
     /// inputs a batch uses (`Rev::SCHED_COPIES_EVERY_INPUT_LEAF`).
     fn copy_every_input_leaf(&mut self, g: &CGraph<R>) -> Result<()> {
         for &leaf in g.leafs() {
-            let l = obj(leaf).unwrap();
+            let l = self.live.obj(leaf).unwrap();
             if l.flags & TENSOR_FLAG_INPUT == 0 {
                 continue;
             }
@@ -251,8 +258,8 @@ impl<R: Rev> Sched<R> {
             for k in 0..self.splits[si].inputs.len() {
                 let input = self.splits[si].inputs[k];
                 let input_cpy = self.ids.copy(input, backend_id, self.cur_copy);
-                let dep = self.arena.view_of(input);
-                obj_mut(dep).unwrap().src[0] = input;
+                let dep = self.arena.view_of(&self.live, input);
+                self.live.obj_mut(dep).unwrap().src[0] = input;
                 self.nodes.push(dep);
                 self.node_backend_ids.push(self.ids.backend(input));
                 self.nodes.push(input_cpy);
@@ -264,8 +271,8 @@ impl<R: Rev> Sched<R> {
                 let Some(keep) = self.alloc_deps.of(node) else { continue };
                 // stock: a view of the first kept tensor with up to GGML_MAX_SRC kept tensors as srcs
                 for chunk in keep.chunks(MAX_SRC) {
-                    let dep = self.arena.view_of(chunk[0]);
-                    let d = obj_mut(dep).unwrap();
+                    let dep = self.arena.view_of(&self.live, chunk[0]);
+                    let d = self.live.obj_mut(dep).unwrap();
                     for (s, &t) in chunk.iter().enumerate() {
                         d.src[s] = t;
                     }

@@ -85,3 +85,30 @@ impl<R: Rev> TensorMap<R> {
         self.copies[s * self.stride + backend * self.n_copies + c] = copy;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::lm::Lm;
+
+    #[test]
+    fn backends_and_copies_by_address() {
+        // addresses only: the map never reads a tensor
+        let (a, b) = (0x1000 as *mut Tensor<Lm>, 0x2000 as *mut Tensor<Lm>);
+        let (ca, cb) = (0x3000 as *mut Tensor<Lm>, 0x4000 as *mut Tensor<Lm>);
+        let mut m = TensorMap::<Lm>::new(2, 2, 8);
+        assert_eq!((m.backend(a), m.backend(std::ptr::null())), (-1, -1));
+        m.set_backend(a, 1);
+        m.set_copy(a, 0, 1, ca);
+        m.set_copy(b, 1, 0, cb);
+        assert_eq!((m.backend(a), m.backend(b)), (1, -1));
+        assert_eq!((m.copy(a, 0, 1), m.copy(a, 0, 0), m.copy(b, 1, 0)), (ca, std::ptr::null_mut(), cb));
+        // copies die with their graph, assignments stay
+        m.clear_copies();
+        assert_eq!((m.copy(a, 0, 1), m.backend(a)), (std::ptr::null_mut(), 1));
+        m.forget(a);
+        assert_eq!(m.backend(a), -1);
+        m.clear();
+        assert_eq!(m.copy(b, 1, 0), std::ptr::null_mut());
+    }
+}

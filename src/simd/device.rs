@@ -113,7 +113,7 @@ static GUID: [u8; 16] = *b"ggml-rs-SIMD-v01";
 pub fn init<R: Rev>() -> *mut Backend<R> {
     let ctx = Box::new(SimdContext { pool: Mutex::new(Pool::new(default_threads())), abort: Mutex::new((None, 0)) });
     Box::into_raw(Box::new(Backend {
-        guid: &GUID as *const Guid as *mut Guid,
+        guid: crate::abi::vtable::c_handle(&GUID),
         iface: BackendI {
             get_name: Some(backend_name::<R>),
             free: Some(backend_free::<R>),
@@ -142,15 +142,18 @@ pub fn is_simd<R: Rev>(b: &Backend<R>) -> bool {
     std::ptr::eq(b.guid, &GUID) && b.device == crate::simd::device::statics::<R>().dev.0
 }
 
-fn context<'a, R: Rev>(b: *mut Backend<R>) -> Option<&'a SimdContext> {
-    obj(b).and_then(|b| obj(b.context as *const SimdContext))
+/// A SIMD backend's context, borrowed for as long as the backend is.
+fn context<R: Rev>(be: &Backend<R>) -> Option<&SimdContext> {
+    // SAFETY: a SIMD backend's context is the Box<SimdContext> of `init`, freed only with it (the
+    // callers know `be` is one: it passed `is_simd` or it is the `self` of our own vtable).
+    unsafe { obj(be.context as *const SimdContext) }
 }
 
-pub fn set_n_threads<R: Rev>(b: *mut Backend<R>, n: i32) -> crate::error::Result<()> {
-    let Some(be) = obj(b) else { crate::bail!("backend is NULL") };
+fn set_n_threads<R: Rev>(be: Option<&Backend<R>>, n: i32) -> crate::error::Result<()> {
+    let Some(be) = be else { crate::bail!("backend is NULL") };
     crate::ensure!(is_simd(be), "backend is not a SIMD backend");
     crate::ensure!(n > 0, "n_threads must be positive, got {}", n);
-    let ctx = context(b).unwrap();
+    let ctx = context(be).unwrap();
     let mut pool = ctx.pool.lock();
     if pool.n_threads() != n as usize {
         *pool = Pool::new(n as usize);
@@ -193,12 +196,16 @@ unsafe extern "C" fn reg_proc_address<R: Rev>(_: *mut Reg<R>, name: *const c_cha
     })
 }
 unsafe extern "C" fn proc_set_n_threads<R: Rev>(b: *mut Backend<R>, n: i32) {
-    crate::guard::guard::<R, _>("ggml_backend_simd_set_n_threads", (), || set_n_threads(b, n))
+    crate::guard::guard::<R, _>("ggml_backend_simd_set_n_threads", (), || {
+        // SAFETY: NULL or a live backend C passed to the entry (trust contract), for the call.
+        set_n_threads(unsafe { obj(b) }, n)
+    })
 }
 unsafe extern "C" fn proc_set_abort_callback<R: Rev>(b: *mut Backend<R>, cb: Option<unsafe extern "C" fn(*mut c_void) -> bool>, data: *mut c_void) {
     crate::guard::guard::<R, _>("ggml_backend_simd_set_abort_callback", (), || {
-        match context(b) {
-            Some(ctx) if obj(b).is_some_and(is_simd) => *ctx.abort.lock() = (cb, data as usize),
+        // SAFETY: as in proc_set_n_threads.
+        match unsafe { obj(b) }.filter(|&be| is_simd(be)).and_then(context) {
+            Some(ctx) => *ctx.abort.lock() = (cb, data as usize),
             _ => crate::bail!("backend is not a SIMD backend"),
         }
         Ok(())
@@ -230,11 +237,13 @@ fn meminfo() -> (usize, usize) {
 unsafe extern "C" fn dev_memory<R: Rev>(_: *mut Device<R>, free: *mut usize, total: *mut usize) {
     crate::guard::callback::<R, _>("simd_device.get_memory", (), || {
         let (f, t) = meminfo();
-        if let Some(p) = crate::abi::vtable::obj_mut(free) {
-            *p = f;
+        if !free.is_null() {
+            // SAFETY: a non-NULL out-pointer C passed for the answer.
+            unsafe { *free = f };
         }
-        if let Some(p) = crate::abi::vtable::obj_mut(total) {
-            *p = t;
+        if !total.is_null() {
+            // SAFETY: as above.
+            unsafe { *total = t };
         }
     })
 }
@@ -245,7 +254,8 @@ unsafe extern "C" fn dev_type<R: Rev>(_: *mut Device<R>) -> DevType {
 }
 unsafe extern "C" fn dev_props<R: Rev>(d: *mut Device<R>, props: *mut DevProps<R>) {
     crate::guard::callback::<R, _>("simd_device.get_props", (), || {
-        let Some(p) = crate::abi::vtable::obj_mut(props) else { return };
+        // SAFETY: NULL or the out-parameter C passed for the answer, ours for the call.
+        let Some(p) = (unsafe { crate::abi::vtable::obj_mut(props) }) else { return };
         let (f, t) = meminfo();
         // SAFETY: plain getters of this module.
         unsafe {
@@ -280,7 +290,8 @@ unsafe extern "C" fn dev_supports_op<R: Rev>(_: *mut Device<R>, op: *const Tenso
     crate::guard::callback::<R, _>("simd_device.supports_op", false, || {
         // a kind this host's ggml-cpu computes in another float order is left to it (fidelity.rs);
         // asked here, where the scheduler places nodes, so a graph given to SIMD directly still runs
-        obj(op).is_some_and(|t| exec::supports(t) && !super::fidelity::declines(t, &super::node::node(t)))
+        // SAFETY: the tensor C asks about (trust contract).
+        unsafe { obj(op) }.is_some_and(|t| exec::supports(t) && !super::fidelity::declines(t, &super::node::node(t)))
     })
 }
 unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut BufferType<R>) -> bool {
@@ -289,7 +300,8 @@ unsafe extern "C" fn dev_supports_buft<R: Rev>(_: *mut Device<R>, buft: *mut Buf
         // scheduler must not copy for SIMD (the bytes are no ggml rows, the buffer has no
         // get_tensor); `supports_op` takes only the nodes SIMD computes on them
         // (ops::mul_mat::repacked) and declines every other node reading them (node::repack)
-        obj(buft).is_some_and(|b| b.is_host() || b.name().ok().map(crate::abi::vtable::cstr).as_deref() == Some("CPU_REPACK"))
+        // SAFETY: the buffer type C asks about (trust contract).
+        unsafe { obj(buft) }.is_some_and(|b| b.is_host() || b.name().ok().map(crate::abi::vtable::cstr).as_deref() == Some("CPU_REPACK"))
     })
 }
 
@@ -317,8 +329,10 @@ unsafe extern "C" fn backend_free<R: Rev>(b: *mut Backend<R>) {
 }
 unsafe extern "C" fn backend_graph_compute<R: Rev>(b: *mut Backend<R>, g: *mut CGraph<R>) -> Status {
     crate::guard::guard::<R, _>("ggml_backend_simd_graph_compute", STATUS_FAILED, || {
-        let Some(ctx) = context(b) else { crate::bail!("backend is NULL") };
-        let Some(graph) = obj(g) else { crate::bail!("graph is NULL") };
+        // SAFETY: C calls our vtable with our backend (trust contract).
+        let Some(ctx) = unsafe { obj(b) }.and_then(context) else { crate::bail!("backend is NULL") };
+        // SAFETY: the graph C passes to its backend's graph_compute (trust contract).
+        let Some(graph) = (unsafe { obj(g) }) else { crate::bail!("graph is NULL") };
         let (cb, data) = *ctx.abort.lock();
         // SAFETY: the app registered the callback with this data pointer.
         let abort = || cb.is_some_and(|f| unsafe { f(data as *mut c_void) });

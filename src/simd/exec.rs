@@ -6,7 +6,6 @@ use super::{node, ops};
 use super::ops::mul_mat::streamed::{siblings, Ahead, Later, Streamed, LOOKAHEAD};
 use super::pool::Session;
 use super::view::Raw;
-use crate::abi::vtable::obj;
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
@@ -105,9 +104,8 @@ pub fn compute_graph<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> boo
 }
 
 fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -> Result<Status> {
-    let nodes = g.nodes();
     let mut ahead = Ahead::default();
-    for (i, &node) in nodes.iter().enumerate() {
+    for i in 0..g.nodes().len() {
         if abort() {
             return Ok(STATUS_ABORTED);
         }
@@ -115,14 +113,14 @@ fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -
             // computed with the product before it
             continue;
         }
-        let Some(t) = obj(node) else { bail!("graph has a NULL node") };
+        let Some(t) = g.node(i) else { bail!("graph has a NULL node") };
         let ok = if super::profile::enabled() {
             let t0 = std::time::Instant::now();
-            let ok = compute_with_siblings(s, nodes, i, t, &mut ahead)?;
+            let ok = compute_with_siblings(s, g, i, t, &mut ahead)?;
             super::profile::record(node_key(t), t0.elapsed());
             ok
         } else {
-            compute_with_siblings(s, nodes, i, t, &mut ahead)?
+            compute_with_siblings(s, g, i, t, &mut ahead)?
         };
         if !ok {
             bail!("a worker thread panicked computing '{}'", t.name());
@@ -134,19 +132,18 @@ fn compute_nodes<R: Rev>(s: &Session, g: &CGraph<R>, abort: &dyn Fn() -> bool) -
 /// Computes node `i` (`t`) of `nodes`: its outputs if an earlier product computed them ahead,
 /// else the node, together with the streamed products after it that share its activation row
 /// (`ops::mul_mat::streamed`).
-fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, ahead: &mut Ahead) -> Result<bool> {
+fn compute_with_siblings<R: Rev>(s: &Session, g: &CGraph<R>, i: usize, t: &Tensor<R>, ahead: &mut Ahead) -> Result<bool> {
     if ahead.store(i, &node::raw(t)) {
         return Ok(true);
     }
     // the node read once (its op, tensors and parameters) for the checks and the kernel
     let n = node::node(t);
     if let Some(first) = streamed_product(t, &n) {
-        let later: Vec<Later> = nodes[i + 1..]
-            .iter()
+        let later: Vec<Later> = (i + 1..g.nodes().len())
             .take(LOOKAHEAD)
             .enumerate()
-            .filter_map(|(o, &p)| {
-                let t = obj(p)?;
+            .filter_map(|(o, k)| {
+                let t = g.node(k)?;
                 let op = node::op(t);
                 // (views write nothing)
                 let product = if op == Op::MulMat { streamed_product(t, &node::node(t)) } else { None };
@@ -158,7 +155,7 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
             return Ok(ahead.compute(s, first, &later, &picked));
         }
     }
-    if let Some((at, then)) = fused_softmax(nodes, i, t, &n) {
+    if let Some((at, then)) = fused_softmax(g, i, t, &n) {
         ahead.fused = Some(at);
         return Ok(ops::mul_mat::mul_mat_softmax(s, &n, &then));
     }
@@ -170,22 +167,22 @@ fn compute_with_siblings<R: Rev>(s: &Session, nodes: &[*mut Tensor<R>], i: usize
 /// `nodes`, its only other input is its mask, and every node between the two is a view, so
 /// computing it early changes no order. `t` must not be a graph output either: scores its mask
 /// throws away are then never computed.
-fn fused_softmax<R: Rev>(nodes: &[*mut Tensor<R>], i: usize, t: &Tensor<R>, n: &Node) -> Option<(usize, ops::softmax::Rows)> {
+fn fused_softmax<R: Rev>(g: &CGraph<R>, i: usize, t: &Tensor<R>, n: &Node) -> Option<(usize, ops::softmax::Rows)> {
     // (decoding's products of a row or a few gain nothing, and the scan for other readers below
     // would run after every one of them)
     if n.op != Op::MulMat || n.dst.ne[1] < ops::mul_mat::causal::MIN_QUERIES || t.flags & TENSOR_FLAG_OUTPUT != 0 || t.data.is_null() {
         return None;
     }
-    let me = t as *const Tensor<R> as *mut Tensor<R>;
+    let me = |p: *mut Tensor<R>| std::ptr::eq(p, t);
     // the first node after the views is the softmax, with the product as its input
-    let o = nodes[i + 1..].iter().position(|&p| obj(p).is_none_or(|v| !is_trivial(node::op(v))))?;
-    let reader = obj(nodes[i + 1 + o])?;
-    if node::op(reader) != Op::SoftMax || reader.src[0] != me || reader.view_src == me || reader.src[1..].contains(&me) || reader.data.is_null() {
+    let o = (i + 1..g.nodes().len()).position(|k| g.node(k).is_none_or(|v| !is_trivial(node::op(v))))?;
+    let reader = g.node(i + 1 + o)?;
+    if node::op(reader) != Op::SoftMax || !me(reader.src[0]) || me(reader.view_src) || reader.src[1..].iter().any(|&p| me(p)) || reader.data.is_null() {
         return None;
     }
     // and no other node reads it (the views between included)
-    let reads = |r: &Tensor<R>| r.view_src == me || r.src.contains(&me);
-    if nodes[i + 1..].iter().enumerate().any(|(k, &p)| k != o && obj(p).is_some_and(reads)) {
+    let reads = |r: &Tensor<R>| me(r.view_src) || r.src.iter().any(|&p| me(p));
+    if (i + 1..g.nodes().len()).enumerate().any(|(k, j)| k != o && g.node(j).is_some_and(reads)) {
         return None;
     }
     let sm = node::node(reader);
@@ -214,8 +211,8 @@ fn node_key<R: Rev>(t: &Tensor<R>) -> String {
     let d = node::raw(t);
     let mut shape = |r: &Raw| key.push_str(&format!(" t{}[{}x{}x{}x{}]", r.ty, r.ne[0], r.ne[1], r.ne[2], r.ne[3]));
     shape(&d);
-    for &s in t.src.iter().take(2) {
-        if let Some(r) = obj(s).map(node::raw) {
+    for i in 0..2 {
+        if let Some(r) = t.src_ref(i).map(node::raw) {
             shape(&r);
         }
     }

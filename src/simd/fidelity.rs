@@ -31,7 +31,6 @@ use super::{exec, node};
 use super::op::{Node, Op};
 use crate::abi::CpuOrder;
 use super::pool::Pool;
-use crate::abi::vtable::obj;
 use crate::abi::{LogLevel, Rev, Tensor};
 use crate::host_graph::{Build, HostCpu, HostGraph, Id};
 
@@ -57,7 +56,7 @@ pub struct Kind {
 impl Kind {
     fn of<R: Rev>(t: &Tensor<R>, n: &Node) -> Kind {
         let ty = |i: usize| n.src[i].map_or(-1, |s| s.ty);
-        let after_rms_norm = n.op == Op::Mul && t.src[..2].iter().any(|&s| obj(s).is_some_and(|s| s.op == R::OPS.rms_norm));
+        let after_rms_norm = n.op == Op::Mul && (0..2).filter_map(|i| t.src_ref(i)).any(|s| s.op == R::OPS.rms_norm);
         Kind { op: n.op, types: [ty(0), ty(1), n.dst.ty], mode: match n.op {
             Op::Rope => n.params[2],
             Op::Glu => n.params[0],
@@ -219,7 +218,7 @@ fn check<R: Rev>() -> Verdicts {
     for case in cases(R::CPU_ORDER) {
         let Some(g) = build::<R>(&case) else { continue };
         // the kind is the last node's (an output, made last)
-        let Some(kind) = g.nodes().last().and_then(|&t| obj(t)).map(|t| Kind::of(t, &node::node(t))) else { continue };
+        let Some(kind) = g.node_refs().last().flatten().map(|t| Kind::of(t, &node::node(t))) else { continue };
         // an i8mm ggml-cpu multiplies two rows at a time: another order, known without computing
         let two_rows = matches!(case, Case::MulMat(..)) && crate::host::traits_cpu::<R>(case.weight()).is_some_and(|t| t.nrows > 1);
         let outcome = if two_rows && v.contract == Contract::Exact {
@@ -319,8 +318,8 @@ fn sci(e: f64) -> String {
 /// Computes `g`'s nodes with SIMD's kernels, then the graph on ggml-cpu; how the outputs compare
 /// (`None`: a node SIMD would not take, or ggml-cpu failed; nothing learnt).
 fn compare<R: Rev>(g: &HostGraph<R>, cpu: &HostCpu<R>, s: &super::pool::Session, fault: bool) -> Option<Outcome> {
-    for &t in g.nodes() {
-        if !exec::compute_unchecked(s, obj(t)?)? {
+    for t in g.node_refs() {
+        if !exec::compute_unchecked(s, t?)? {
             return None;
         }
     }

@@ -5,7 +5,7 @@
 
 use super::op::{Node, Op, Repack};
 use super::view::Raw;
-use crate::abi::{vtable::obj, OpIds, Rev, Tensor, UNARY_GELU, UNARY_SILU};
+use crate::abi::{OpIds, Rev, Tensor, UNARY_GELU, UNARY_SILU};
 
 /// The op of node `t` under revision `R`'s numbering.
 pub fn op<R: Rev>(t: &Tensor<R>) -> Op {
@@ -69,14 +69,14 @@ pub fn node<R: Rev>(t: &Tensor<R>) -> Node {
     let op = op(t);
     let q8k = if op == Op::MulMat { crate::host::host_q8k::<R>() } else { None };
     let repack = repack(t, op);
-    Node { op, dst: raw(t), src: [0, 1, 2, 3, 4].map(|i| obj(t.src[i]).map(raw)), params, order: R::CPU_ORDER, q8k, repack }
+    Node { op, dst: raw(t), src: [0, 1, 2, 3, 4].map(|i| t.src_ref(i).map(raw)), params, order: R::CPU_ORDER, q8k, repack }
 }
 
 /// Where tensor `s`'s bytes are: `None` in host memory laid out as ggml's rows (or no buffer),
 /// `Some(true)` in ggml-cpu's `CPU_REPACK` buffer type, `Some(false)` in another buffer that is
 /// not host memory (nothing the kernels can read).
 fn foreign_buffer<R: Rev>(s: &Tensor<R>) -> Option<bool> {
-    let buft = obj(obj(s.data_buffer())?.buft)?;
+    let buft = s.data_buffer_ref()?.buft_ref()?;
     if std::ptr::eq(buft, crate::buffer::cpu_buffer_type::<R>()) || buft.is_host() {
         return None;
     }
@@ -101,7 +101,7 @@ fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
     const IQ4_NL: i32 = 20;
     let mut any = false;
     let mut only_src0 = true;
-    for (i, s) in t.src.iter().enumerate().filter_map(|(i, &s)| Some((i, obj(s)?))) {
+    for (i, s) in (0..t.src.len()).filter_map(|i| Some((i, t.src_ref(i)?))) {
         let f = foreign_buffer(s);
         any |= f.is_some();
         only_src0 &= if i == 0 { f == Some(true) } else { f.is_none() };
@@ -109,7 +109,7 @@ fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
     if !any {
         return None;
     }
-    let w = obj(t.src[0]).filter(|w| op == Op::MulMat && only_src0 && w.view_src.is_null());
+    let w = t.src_ref(0).filter(|w| op == Op::MulMat && only_src0 && w.view_src.is_null());
     let layout = match w.map(|w| w.type_) {
         Some(Q4_K) => Repack::Q4Kx8,
         Some(Q4_0) => Repack::Q4_0x8,
