@@ -7,6 +7,7 @@
 #   bash scripts/test-vulkan.sh             the whole stage (opt-in): static pair, every case, and
 #                                           the bounded cases on the DL pair
 #   bash scripts/test-vulkan.sh --shared    the whole stage plus the shared pair
+#   bash scripts/test-vulkan.sh --shared-only   the shared pair and the bounded cases on it
 #
 # The pairs (stock vs ours, each built by upstream's CMake through tests_c/upstream/CMakeLists.txt;
 # ours with the one option -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake):
@@ -52,6 +53,7 @@ MODE=full SHARED=0
 case "${1:-}" in
   --bounded) MODE=bounded ;;
   --shared) SHARED=1 ;;
+  --shared-only) MODE=shared-only SHARED=1 ;;
   "") ;;
   *) echo "usage: $0 [--bounded | --shared]" >&2; exit 2 ;;
 esac
@@ -153,7 +155,7 @@ build_dl_pair() {
 }
 build_shared_pair() {
   step "stock shared: configure + build" eval \
-      'configure "$OUT/stock-shared" ON OFF OFF "${VK_ARGS[@]}" && build "$OUT/stock-shared" gen-upstream' &&
+      'configure "$OUT/stock-shared" ON OFF OFF "${VK_ARGS[@]}" && build "$OUT/stock-shared" gen-upstream test-backend-ops' &&
     step "ours shared (ggml and its backends): configure + build" eval \
       'configure "$OUT/rs-shared" ON ON OFF "${VK_ARGS[@]}" && build "$OUT/rs-shared" ggml'
 }
@@ -171,6 +173,13 @@ linked_dl() {
     grep -q "libggml_backend_rs.so => $ROOT/target/$FEATURE" <<<"$r" &&
     ! has_sym "$OUT/rs-dl/swap/libggml-base.so" ggml_backend_sched_new && has_sym "$BIN_S/libggml-base.so" ggml_backend_sched_new &&
     [[ -f "$BIN_S/libggml-vulkan.so" && ! -e "$OUT/rs-dl/bin/libggml-vulkan.so" && ! -e "$OUT/rs-dl/bin/libggml-cpu.so" ]]
+}
+linked_shared() { # ours: stock's executables on our libggml-base / libggml, which load the library
+  local r
+  r="$(loads rs)"
+  echo "$r" | sed 's/^/vulkan:   ours: /'
+  grep -q "libggml-base.so.* => $OUT/rs-shared/bin/" <<<"$r" && grep -q "libggml.so.* => $OUT/rs-shared/bin/" <<<"$r" &&
+    grep -q "libggml_backend_rs.so => $ROOT/target/$FEATURE" <<<"$r" && ! loads stock | grep -q libggml_backend_rs
 }
 loaded_modules() { # out.err of ours: our loader opened stock's modules, and said nothing of a missing ggml-cpu
   ! grep -q 'links no' "$1"
@@ -418,15 +427,18 @@ if [[ "$MODE" == full ]]; then
   bounded_cases
   full_cases
 fi
-build_dl_pair
-use_pair dl
-check "dl: stock's programs load our ggml-base / ggml (LD_LIBRARY_PATH), the modules are stock's" linked_dl
-bounded_cases
-check "dl: our loader opened stock's modules (no 'links no ggml-cpu' warning)" loaded_modules "$(runs ngl10-fa-on-rs.txt.err)"
-[[ "$MODE" == full ]] && speed_cases "${GGML_RS_VK_SPEED_ROUNDS:-5}" 99 10
+if [[ "$MODE" != shared-only ]]; then
+  build_dl_pair
+  use_pair dl
+  check "dl: stock's programs load our ggml-base / ggml (LD_LIBRARY_PATH), the modules are stock's" linked_dl
+  bounded_cases
+  check "dl: our loader opened stock's modules (no 'links no ggml-cpu' warning)" loaded_modules "$(runs ngl10-fa-on-rs.txt.err)"
+  [[ "$MODE" == full ]] && speed_cases "${GGML_RS_VK_SPEED_ROUNDS:-5}" 99 10
+fi
 if [[ "$SHARED" == 1 ]]; then
   build_shared_pair
   use_pair shared
+  check "shared: stock's programs load our ggml-base / ggml (LD_LIBRARY_PATH)" linked_shared
   bounded_cases
 fi
 checks_summary
