@@ -6,9 +6,6 @@ use super::{OpIds, CGraph, Reg, Rev, Status};
 pub struct Wsp;
 
 impl Rev for Wsp {
-    const SLOT: usize = 1;
-    const PREFIX: &'static str = "wsp_";
-    const ENV_PREFIX: &'static str = "WSP_";
     const CASE_INSENSITIVE_NAMES: bool = true;
     const BACKEND_API_VERSION: i32 = 1;
     const TYPE_COUNT: i32 = 39;
