@@ -94,7 +94,7 @@ pub fn log<R: Rev>(level: LogLevel, msg: &str) {
 }
 
 /// `log_error!` / `log_at!`: `<prefix><func>: <message>`, formatted once, in one non-generic body
-/// (the phone library carries each call site for two revisions).
+/// (the phone library carries each call site for two revisions, lm's and wsp's).
 pub fn log_fmt<R: Rev>(level: LogLevel, func: &str, args: std::fmt::Arguments<'_>) {
     log_line(crate::host::host::<R>().log, level, format_args!("{}{}: {}", R::PREFIX, func, args));
 }

@@ -101,19 +101,7 @@ macro_rules! rev_2026 {
             }
             /// `ggml_graph_view`: the parent's use counts and visited set, no gradients, uid 0.
             fn graph_view(g: &$crate::abi::CGraph<Self>, i0: usize, i1: usize) -> $crate::abi::CGraph<Self> {
-                $crate::abi::CGraph {
-                    size: 0,
-                    n_nodes: (i1 - i0) as i32,
-                    n_leafs: 0,
-                    nodes: g.nodes.wrapping_add(i0),
-                    grads: std::ptr::null_mut(),
-                    grad_accs: std::ptr::null_mut(),
-                    leafs: std::ptr::null_mut(),
-                    use_counts: g.use_counts,
-                    visited_hash_set: g.visited_hash_set,
-                    order: g.order,
-                    uid: 0,
-                }
+                g.view_sharing_visited(i0, i1, 0)
             }
             fn init_status(ret: $crate::abi::Status) -> $crate::abi::Status {
                 ret

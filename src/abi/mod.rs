@@ -5,10 +5,11 @@
 //! ggml unprefixed; `revisions.list` lists them) share almost every layout; the differences are
 //! the associated types and constants of [`Rev`], so every other module is written once, generic
 //! over `R: Rev`. Each revision's facts are one file (`lm.rs`, `wsp.rs`, `rev2026.rs`,
-//! `ggml26.rs`, `b11118.rs`, `g0253.rs`; `layout2026.rs` is the layout the 2026 ones share). The
-//! layouts are checked against the hosts' own headers by `tests_c/layout.c` + `tests/layout.rs`,
-//! not assumed.
+//! `ggml26.rs`, `b11118.rs`, `g0253.rs`; `layout2024.rs` and `layout2026.rs` are the layouts they
+//! share). The layouts are checked against the hosts' own headers by `tests_c/layout.c` +
+//! `tests/layout.rs`, not assumed.
 
+pub mod layout2024;
 pub mod layout2026;
 pub mod types;
 
@@ -18,6 +19,7 @@ include!(concat!(env!("OUT_DIR"), "/revisions.rs"));
 
 use std::ffi::{c_char, c_void};
 
+pub(crate) use layout2024::layout_before_2026;
 pub use types::type_traits;
 
 pub const MAX_DIMS: usize = 4;
@@ -369,6 +371,26 @@ pub struct CGraph<R: Rev> {
     pub uid: R::GraphUid,
 }
 
+impl<R: Rev> CGraph<R> {
+    /// `ggml_graph_view` from whisper.rn 0.4.3 on: nodes `i0..i1` with the parent's use counts and
+    /// visited set (ggml-cpu reads them), no gradients or leafs.
+    pub fn view_sharing_visited(&self, i0: usize, i1: usize, uid: R::GraphUid) -> CGraph<R> {
+        CGraph {
+            size: 0,
+            n_nodes: (i1 - i0) as i32,
+            n_leafs: 0,
+            nodes: self.nodes.wrapping_add(i0),
+            grads: std::ptr::null_mut(),
+            grad_accs: std::ptr::null_mut(),
+            leafs: std::ptr::null_mut(),
+            use_counts: self.use_counts,
+            visited_hash_set: self.visited_hash_set,
+            order: self.order,
+            uid,
+        }
+    }
+}
+
 pub type GraphPlan = *mut c_void;
 
 // ---------------------------------------------------------------- buffer type
@@ -599,41 +621,6 @@ pub type SchedEvalCallback<R> = Option<unsafe extern "C" fn(*mut Tensor<R>, bool
 pub type CompareCallback<R> = Option<unsafe extern "C" fn(i32, *mut Tensor<R>, *mut Tensor<R>, *mut c_void) -> bool>;
 pub mod vtable;
 
-/// The `Rev` items of the layouts before 2026, which have none of the 2026 slots and fields.
-macro_rules! layout_before_2026 {
-    () => {
-        const SPLIT_INPUTS_SOFT_LIMIT: usize = 10;
-        const DEV_TYPE_ACCEL: $crate::abi::DevType = 2;
-        const GRAPH_COPY_KEEPS_FLAGS: bool = false;
-        const ALLOC_HONOURS_MAX_SIZE: bool = false;
-        const CPU_ORDER: $crate::abi::CpuOrder =
-            $crate::abi::CpuOrder::BEFORE_2026;
-        const DEV_TYPE_IGPU: Option<$crate::abi::DevType> = None;
-        type Buffer2d = ();
-        const BUFFER_2D_NONE: () = ();
-        type Backend2d = ();
-        const BACKEND_2D_NONE: () = ();
-        type GraphOptimize = ();
-        const GRAPH_OPTIMIZE_NONE: () = ();
-        type GraphUid = ();
-        const GRAPH_UID_NONE: () = ();
-        type DeviceId = ();
-        type CapsExtra = ();
-        const DEVICE_ID_NONE: () = ();
-        fn caps_extra(_mmap_support: bool) {}
-        fn buffer_2d(_i: &$crate::abi::BufferI<Self>) -> Option<&$crate::abi::Buffer2d<Self>> {
-            None
-        }
-        fn backend_2d(_i: &$crate::abi::BackendI<Self>) -> Option<&$crate::abi::Backend2d<Self>> {
-            None
-        }
-        fn graph_optimize(_i: &$crate::abi::BackendI<Self>) -> Option<$crate::abi::GraphOptimizer<Self>> {
-            None
-        }
-        fn set_graph_uid(_g: &mut $crate::abi::CGraph<Self>, _uid: u64) {}
-    };
-}
-pub(crate) use layout_before_2026;
 
 /// `derive(Clone, Copy)` would require `R: Copy`; these structs are plain pointers whatever `R` is.
 macro_rules! impl_copy {

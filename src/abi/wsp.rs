@@ -57,19 +57,7 @@ impl Rev for Wsp {
         status
     }
     fn graph_view(g: &CGraph<Self>, i0: usize, i1: usize) -> CGraph<Self> {
-        CGraph {
-            size: 0,
-            n_nodes: (i1 - i0) as i32,
-            n_leafs: 0,
-            nodes: g.nodes.wrapping_add(i0),
-            grads: std::ptr::null_mut(),
-            grad_accs: std::ptr::null_mut(),
-            leafs: std::ptr::null_mut(),
-            use_counts: g.use_counts,
-            visited_hash_set: g.visited_hash_set,
-            order: g.order,
-            uid: (),
-        }
+        g.view_sharing_visited(i0, i1, ())
     }
     fn init_status(ret: Status) -> Status {
         ret
