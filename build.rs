@@ -220,10 +220,12 @@ fn write_if_changed(path: &Path, text: &str) {
 /// on, else the prefix's default. Also the `compile_error!` of two features on for one prefix.
 fn built(revs: &[Revision]) -> (Vec<&Revision>, String) {
     let on = |r: &Revision| r.feature.as_ref().is_some_and(|f| env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some());
-    let mut prefixes: Vec<&str> = revs.iter().map(|r| r.prefix.as_str()).collect();
-    prefixes.dedup();
-    prefixes.sort_by_key(|p| revs.iter().position(|r| r.prefix == *p));
-    prefixes.dedup();
+    let mut prefixes: Vec<&str> = Vec::new();
+    for r in revs {
+        if !prefixes.contains(&r.prefix.as_str()) {
+            prefixes.push(&r.prefix);
+        }
+    }
     let (mut built, mut errors) = (Vec::new(), String::new());
     for p in prefixes {
         let of: Vec<&Revision> = revs.iter().filter(|r| r.prefix == p).collect();
