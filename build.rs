@@ -1,55 +1,78 @@
-//! Builds the C shim (`src/host.c`), stamps out the export layers from `src/ffi/exports.list` (lm_,
-//! wsp_, and with the `ggml-2026` / `ggml-b11118` / `ggml-0253` feature the unprefixed one) and regenerates the seven header sets
-//! in `include/` with cbindgen (CI fails when they are stale).
+//! Reads the revisions from `src/abi/revisions.list` and derives from it what names them: the
+//! markers' modules and slots (`abi`), one export layer per prefix built, stamped out from
+//! `src/ffi/exports.list` (`ffi`), the C shim's weak-reference tables per prefix (`src/host.c`,
+//! `host`), and every revision's header set in `include/`, regenerated with cbindgen (CI fails
+//! when they are stale).
 
 use std::collections::HashMap;
 use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The revision tags of exports.list and the header templates: the contract's pair and 2026's.
-const ALL_TAGS: [&str; 4] = ["lm", "wsp", "lm26", "wsp26"];
-/// Tags a line or block may carry beyond `ALL_TAGS` ("all" does not include them).
-const EXTRA_TAGS: [&str; 3] = ["ggml26", "b11118", "g0253"];
-
-/// (tag, prefix, Rust marker, include/ folder, exports module) of each revision.
-const REVS: [(&str, &str, &str, &str, &str); 7] = [
-    ("lm", "lm_", "Lm", "lm", "lm"),
-    ("wsp", "wsp_", "Wsp", "wsp", "wsp"),
-    ("lm26", "lm_", "Lm26", "lm-2026", "lm"),
-    ("wsp26", "wsp_", "Wsp26", "wsp-2026", "wsp"),
-    // upstream ggml v0.20.0: cui-llama.rn 1.12.2's revision without the prefix (cargo feature
-    // `ggml-2026`, a third export layer beside lm_ and wsp_)
-    ("ggml26", "", "Ggml26", "ggml-2026", "ggml"),
-    // llama.rn 0.13.0-rc.5 (llama.cpp b11118): the same without a prefix, its own graph_optimize
-    // (cargo feature `ggml-b11118`, instead of `ggml-2026`)
-    ("b11118", "", "GgmlB11118", "ggml-b11118", "ggml"),
-    // upstream ggml 0.25.3 (llama-cpp-python 0.3.36): b11118's headers and ABI, one more scheduler
-    // fact (cargo feature `ggml-0253`)
-    ("g0253", "", "Ggml0253", "ggml-0.25.3", "ggml"),
-];
-
-/// The unprefixed revisions by cargo feature (`CARGO_FEATURE_*`): at most one is built.
-const UNPREFIXED_FEATURES: [(&str, &str); 3] = [("GGML_2026", "ggml26"), ("GGML_B11118", "b11118"), ("GGML_0253", "g0253")];
-
-/// The revision whose headers and export lines `rev_tag` shares: 0.25.3's are b11118's.
-fn headers_of(rev_tag: &str) -> &str {
-    if rev_tag == "g0253" { "b11118" } else { rev_tag }
+/// One line of `src/abi/revisions.list`: a revision and where its pieces go.
+struct Revision {
+    tag: String,
+    prefix: String,
+    marker: String,
+    file: String,
+    include: String,
+    feature: Option<String>,
+    /// tags whose exports.list lines and template blocks it takes as well (`=t` and `t`)
+    also: Vec<String>,
+    /// the `=t` ones: revisions whose headers it has (a block tagged `!t` leaves it out too)
+    same_headers: Vec<String>,
+    cfgs: Vec<String>,
 }
 
-/// The exports.list / template tags a revision takes its lines and blocks from: its own, plus
-/// those of the revision whose facts it shares (the unprefixed 2026 build is lm26 minus the prefix;
-/// b11118 is lm26 minus the prefix but for its own blocks; 0.25.3 has b11118's headers). A template
-/// block tagged `!x` is left out for revision `x` whatever its other tags say.
-fn rev_matches(rev_tag: &str, tag: &str) -> bool {
-    let r = headers_of(rev_tag);
-    tag == rev_tag || tag == r || (matches!(r, "ggml26" | "b11118") && tag == "lm26")
+impl Revision {
+    /// The name of its prefix's export module (`crate::ffi::<m>`) and of the shim's functions.
+    fn module(&self) -> String {
+        if self.prefix.is_empty() { "ggml".into() } else { self.prefix.trim_end_matches('_').into() }
+    }
 }
 
-fn block_matches(rev_tag: &str, tags: &str) -> bool {
+fn parse_revisions(text: &str) -> Vec<Revision> {
+    let dash = |s: &str| (s != "-").then(|| s.to_string());
+    let list = |s: &str| -> Vec<String> { dash(s).map(|s| s.split(',').map(String::from).collect()).unwrap_or_default() };
+    let mut out: Vec<Revision> = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        assert!(f.len() == 8, "revisions.list:{}: 8 columns wanted: {}", n + 1, line);
+        let also = list(f[6]);
+        let r = Revision {
+            tag: f[0].into(),
+            prefix: dash(f[1]).unwrap_or_default(),
+            marker: f[2].into(),
+            file: f[3].into(),
+            include: f[4].into(),
+            feature: dash(f[5]),
+            same_headers: also.iter().filter_map(|t| t.strip_prefix('=')).map(String::from).collect(),
+            also: also.iter().map(|t| t.trim_start_matches('=').to_string()).collect(),
+            cfgs: list(f[7]),
+        };
+        assert!(r.also.iter().all(|t| out.iter().any(|o| &o.tag == t)), "revisions.list:{}: `also` names a tag not listed above", n + 1);
+        assert!(!out.iter().any(|o| o.tag == r.tag || o.marker == r.marker), "revisions.list:{}: tag or marker listed twice", n + 1);
+        out.push(r);
+    }
+    out
+}
+
+/// Whether revision `rev` takes the exports.list lines and template blocks tagged `tag`: its own,
+/// and those of the revisions it names in `also` (theirs in turn).
+fn rev_matches(revs: &[Revision], rev: &Revision, tag: &str) -> bool {
+    tag == rev.tag || rev.also.iter().any(|t| revs.iter().find(|r| &r.tag == t).is_some_and(|r| rev_matches(revs, r, tag)))
+}
+
+/// A template block tagged `!x` is left out for revision `x` (and those with x's headers) whatever
+/// its other tags say.
+fn block_matches(revs: &[Revision], rev: &Revision, tags: &str) -> bool {
     let tags: Vec<&str> = tags.split(',').map(str::trim).collect();
-    let excluded = |t: &&str| t.strip_prefix('!').is_some_and(|x| x == rev_tag || x == headers_of(rev_tag));
-    !tags.iter().any(excluded) && tags.iter().any(|t| rev_matches(rev_tag, t))
+    let excluded = |t: &&str| t.strip_prefix('!').is_some_and(|x| x == rev.tag || rev.same_headers.iter().any(|h| h == x));
+    !tags.iter().any(excluded) && tags.iter().any(|t| rev_matches(revs, rev, t))
 }
 
 struct Export {
@@ -64,7 +87,9 @@ struct Export {
     via: Option<String>,
 }
 
-fn parse_list(text: &str) -> Vec<Export> {
+fn parse_list(text: &str, revisions: &[Revision]) -> Vec<Export> {
+    // `all`: the revisions that take no other's lines
+    let all: Vec<&str> = revisions.iter().filter(|r| r.also.is_empty()).map(|r| r.tag.as_str()).collect();
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -101,8 +126,8 @@ fn parse_list(text: &str) -> Vec<Export> {
             None => (tail, None),
         };
         let ret = tail.strip_prefix("->").map(|r| r.trim().to_string());
-        let revs = if revs == "all" { ALL_TAGS.join(",") } else { revs };
-        assert!(revs.split(',').all(|t| ALL_TAGS.contains(&t) || EXTRA_TAGS.contains(&t)), "exports.list:{}: bad revs", n + 1);
+        let revs = if revs == "all" { all.join(",") } else { revs };
+        assert!(revs.split(',').all(|t| revisions.iter().any(|r| r.tag == t)), "exports.list:{}: bad revs", n + 1);
         assert!(["api", "impl", "simd"].contains(&header.as_str()), "exports.list:{}: bad header", n + 1);
         out.push(Export { revs, header, name, params, ret, default, via });
     }
@@ -162,13 +187,14 @@ fn export_fn(e: &Export, p: &str, rev: &str, for_header: bool) -> String {
 }
 
 /// Keeps `@lm{ ... }@` / `@wsp{ ... }@` blocks of the revision, drops the other's; fills @p@/@P@.
-fn render_template(text: &str, rev_tag: &str, p: &str) -> String {
+fn render_template(text: &str, revs: &[Revision], rev: &Revision) -> String {
+    let p = rev.prefix.as_str();
     let mut out = String::new();
     let mut keep = true;
     for line in text.lines() {
         let t = line.trim();
         if let Some(tags) = t.strip_prefix('@').and_then(|s| s.strip_suffix('{')) {
-            keep = block_matches(rev_tag, tags);
+            keep = block_matches(revs, rev, tags);
             continue;
         }
         if t == "}@" {
@@ -190,30 +216,125 @@ fn write_if_changed(path: &Path, text: &str) {
     }
 }
 
+/// The revision built for each prefix, in the list's order of prefixes: the one whose feature is
+/// on, else the prefix's default. Also the `compile_error!` of two features on for one prefix.
+fn built(revs: &[Revision]) -> (Vec<&Revision>, String) {
+    let on = |r: &Revision| r.feature.as_ref().is_some_and(|f| env::var_os(format!("CARGO_FEATURE_{}", f.to_uppercase().replace('-', "_"))).is_some());
+    let mut prefixes: Vec<&str> = Vec::new();
+    for r in revs {
+        if !prefixes.contains(&r.prefix.as_str()) {
+            prefixes.push(&r.prefix);
+        }
+    }
+    let (mut built, mut errors) = (Vec::new(), String::new());
+    for p in prefixes {
+        let of: Vec<&Revision> = revs.iter().filter(|r| r.prefix == p).collect();
+        if of.iter().filter(|r| on(r)).count() > 1 {
+            let features: Vec<&str> = of.iter().filter_map(|r| r.feature.as_deref()).collect();
+            let (last, rest) = features.split_last().unwrap();
+            let abi = if p.is_empty() { "the unprefixed ggml_".to_string() } else { format!("the {p}") };
+            let what = if rest.len() > 1 { "each export" } else { "both export" };
+            errors.push_str(&format!("compile_error!(\"features {} and {last} {what} {abi} ABI: pick one\");\n", rest.join(", ")));
+        }
+        if let Some(r) = of.iter().find(|r| on(r)).or_else(|| of.iter().find(|r| r.feature.is_none())) {
+            built.push(*r);
+        }
+    }
+    (built, errors)
+}
+
+/// `OUT_DIR/revisions.rs` (included by `abi`): each facts' file as a module, its markers, their
+/// slots and prefixes (`Listed`), the slot count.
+fn abi_source(root: &Path, revs: &[Revision], errors: &str) -> String {
+    let mut s = String::from("// generated by build.rs from src/abi/revisions.list\n\n");
+    s.push_str(errors);
+    let mut modules: Vec<&str> = Vec::new();
+    for r in revs {
+        let m = r.file.trim_end_matches(".rs");
+        if !modules.contains(&m) {
+            modules.push(m);
+            let path = root.join("src/abi").join(&r.file);
+            s.push_str(&format!("#[path = {:?}]\npub mod {m};\n", path.to_str().expect("a UTF-8 path")));
+        }
+        s.push_str(&format!("pub use {m}::{};\n", r.marker));
+    }
+    s.push_str(&format!("\n/// How many revisions the crate knows (each has a distinct `Listed::SLOT` below this).\npub const REV_SLOTS: usize = {};\n\n", revs.len()));
+    for (slot, r) in revs.iter().enumerate() {
+        s.push_str(&format!(
+            "impl Listed for {} {{\n    const SLOT: usize = {slot};\n    const PREFIX: &'static str = {:?};\n    const ENV_PREFIX: &'static str = {:?};\n}}\n",
+            r.marker,
+            r.prefix,
+            r.prefix.to_uppercase()
+        ));
+    }
+    s
+}
+
+/// `OUT_DIR/layers.rs` (included by `ffi`): the export layer of each prefix built.
+fn layers_source(built: &[&Revision]) -> String {
+    let mut s = String::from("// generated by build.rs from src/abi/revisions.list\n");
+    for r in built {
+        s.push_str(&format!(
+            "\n/// The `{p}` layer ({marker}; `Marker` names it).\n#[allow(non_camel_case_types, clippy::missing_safety_doc)]\npub mod {m} {{\n    include!(concat!(env!(\"OUT_DIR\"), \"/exports_{m}.rs\"));\n}}\n",
+            p = if r.prefix.is_empty() { "ggml_ (unprefixed)" } else { &r.prefix },
+            marker = r.marker,
+            m = r.module()
+        ));
+    }
+    s
+}
+
+/// `OUT_DIR/ggml_rs_prefixes.h` (included by host.c: one table of weak references per prefix
+/// built) and `OUT_DIR/host_prefixes.rs` (included by `host`: the shim's functions of each).
+fn host_sources(built: &[&Revision]) -> (String, String) {
+    let mut h = String::from("/* generated by build.rs from src/abi/revisions.list: X(prefix, module) of each prefix built */\n#define GGML_RS_PREFIXES(X)");
+    let mut rs = String::from("// generated by build.rs from src/abi/revisions.list\n\nextern \"C\" {\n");
+    let mut table = String::new();
+    for r in built {
+        let m = r.module();
+        h.push_str(&format!(" X({}, {m})", r.prefix));
+        rs.push_str(&format!(
+            "    fn ggml_rs_host_sym_{m}(name: *const c_char) -> *mut c_void;\n    fn ggml_rs_log_{m}(level: i32, msg: *const c_char) -> i32;\n    fn ggml_rs_host_float_model_{m}() -> *const i32;\n"
+        ));
+        table.push_str(&format!(
+            "    Shim {{ prefix: {:?}, sym: ggml_rs_host_sym_{m}, log: ggml_rs_log_{m}, float_model: ggml_rs_host_float_model_{m} }},\n",
+            r.prefix
+        ));
+    }
+    h.push('\n');
+    rs.push_str(&format!("}}\n\n/// The shim's tables of the prefixes built.\nstatic SHIMS: [Shim; {}] = [\n{table}];\n", built.len()));
+    (h, rs)
+}
+
 fn main() {
     let root = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for f in ["src/host.c", "src/ffi/exports.list", "cbindgen.toml", "cbindgen/ggml-backend.h.in", "cbindgen/ggml-backend-impl.h.in", "cbindgen/ggml-simd.h.in"] {
+    for f in ["src/host.c", "src/abi/revisions.list", "src/ffi/exports.list", "cbindgen.toml", "cbindgen/ggml-backend.h.in", "cbindgen/ggml-backend-impl.h.in", "cbindgen/ggml-simd.h.in"] {
         println!("cargo:rerun-if-changed={}", f);
     }
 
-    let ggml_tag = UNPREFIXED_FEATURES.iter().find(|(f, _)| env::var_os(format!("CARGO_FEATURE_{f}")).is_some()).map(|&(_, t)| t);
-    let unprefixed = ggml_tag.is_some();
-    // cfgs for the few items only some unprefixed revisions have
-    println!("cargo::rustc-check-cfg=cfg(ggml_unprefixed)");
-    println!("cargo::rustc-check-cfg=cfg(ggml_alloc_size_may_expand)");
-    if unprefixed {
-        println!("cargo::rustc-cfg=ggml_unprefixed");
+    let revs = parse_revisions(&fs::read_to_string(root.join("src/abi/revisions.list")).unwrap());
+    // One ABI per prefix in a binary: the cargo features pick the revision of each prefix. The
+    // headers of every revision are generated (and committed) whatever is built.
+    let (built, errors) = built(&revs);
+    write_if_changed(&out.join("revisions.rs"), &abi_source(&root, &revs, &errors));
+    write_if_changed(&out.join("layers.rs"), &layers_source(&built));
+    let (prefixes_h, host_rs) = host_sources(&built);
+    write_if_changed(&out.join("ggml_rs_prefixes.h"), &prefixes_h);
+    write_if_changed(&out.join("host_prefixes.rs"), &host_rs);
+    // the cfgs of the few items only some revisions have
+    let mut cfgs: Vec<&str> = revs.iter().flat_map(|r| r.cfgs.iter().map(String::as_str)).collect();
+    cfgs.sort();
+    cfgs.dedup();
+    for c in cfgs {
+        println!("cargo::rustc-check-cfg=cfg({c})");
+        if built.iter().any(|r| r.cfgs.iter().any(|rc| rc == c)) {
+            println!("cargo::rustc-cfg={c}");
+        }
     }
-    if matches!(ggml_tag, Some("b11118" | "g0253")) {
-        println!("cargo::rustc-cfg=ggml_alloc_size_may_expand");
-    }
+
     let mut shim = cc::Build::new();
-    shim.file(root.join("src/host.c")).flag_if_supported("-fvisibility=hidden");
-    if unprefixed {
-        // the weak references to the unprefixed host (ggml_init, ggml_backend_cpu_reg, ...)
-        shim.define("GGML_RS_UNPREFIXED", None);
-    }
+    shim.file(root.join("src/host.c")).include(&out).flag_if_supported("-fvisibility=hidden");
     shim.compile("ggml_rs_host");
     // the try/catch trampolines of the registry's calls into backends (C++ without headers, its
     // runtime referenced weakly): compiled by the C compiler as C++, so no C++ compiler or standard
@@ -227,14 +348,9 @@ fn main() {
         .flag_if_supported("-fvisibility=hidden")
         .compile("ggml_rs_host_try");
 
-    let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap());
-    // One ABI per prefix in a binary: the cargo features pick the 2026 revision per prefix. The
-    // headers of all seven revisions are generated (and committed) whatever is built.
-    let lm_tag = if env::var_os("CARGO_FEATURE_LM_2026").is_some() { "lm26" } else { "lm" };
-    let wsp_tag = if env::var_os("CARGO_FEATURE_WSP_2026").is_some() { "wsp26" } else { "wsp" };
-    for (tag, p, rev, dir, module) in REVS {
-        let (tag, p) = (tag.to_string(), p.to_string());
-        let built = tag == lm_tag || tag == wsp_tag || Some(tag.as_str()) == ggml_tag;
+    let list = parse_list(&fs::read_to_string(root.join("src/ffi/exports.list")).unwrap(), &revs);
+    for r in &revs {
+        let (p, rev, module) = (r.prefix.as_str(), r.marker.as_str(), r.module());
         let aliases = type_aliases(rev);
         let mut prelude = String::from("use crate::abi::*;\nuse std::ffi::{c_char, c_void};\n\n");
 
@@ -243,15 +359,13 @@ fn main() {
         }
         prelude.push('\n');
         let mut all = prelude.clone();
-        if module == "ggml" {
-            all.push_str(&format!("/// The revision this unprefixed layer serves.\npub type Marker = {rev};\n\n"));
-        }
+        all.push_str(&format!("/// The revision this layer serves.\npub type Marker = {rev};\n\n"));
         let mut per_header: HashMap<&str, String> = HashMap::new();
-        for e in list.iter().filter(|e| e.revs.split(',').any(|t| rev_matches(&tag, t))) {
-            all.push_str(&export_fn(e, &p, rev, false));
-            per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&export_fn(e, &p, rev, true));
+        for e in list.iter().filter(|e| e.revs.split(',').any(|t| rev_matches(&revs, r, t))) {
+            all.push_str(&export_fn(e, p, rev, false));
+            per_header.entry(e.header.as_str()).or_insert_with(|| prelude.clone()).push_str(&export_fn(e, p, rev, true));
         }
-        if built {
+        if built.iter().any(|b| std::ptr::eq(*b, r)) {
             write_if_changed(&out.join(format!("exports_{module}.rs")), &all);
         }
 
@@ -260,10 +374,10 @@ fn main() {
             ("impl", "cbindgen/ggml-backend-impl.h.in", "ggml-backend-impl.h"),
             ("simd", "cbindgen/ggml-simd.h.in", "ggml-simd.h"),
         ] {
-            let src = out.join(format!("cbindgen_{tag}_{header}.rs"));
+            let src = out.join(format!("cbindgen_{}_{header}.rs", r.tag));
             write_if_changed(&src, per_header.get(header).map(String::as_str).unwrap_or(""));
             let mut cfg = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
-            cfg.after_includes = Some(render_template(&fs::read_to_string(root.join(template)).unwrap(), &tag, &p));
+            cfg.after_includes = Some(render_template(&fs::read_to_string(root.join(template)).unwrap(), &revs, r));
             cfg.function.prefix = Some(format!("{}GGML_BACKEND_API", p.to_uppercase()));
             for (name, _, keyword) in &aliases {
                 let full = format!("{p}{name}");
@@ -284,7 +398,7 @@ fn main() {
                 .with_src(&src)
                 .generate()
                 .unwrap_or_else(|e| panic!("cbindgen failed on {}: {}", src.display(), e));
-            bindings.write_to_file(root.join("include").join(dir).join(file));
+            bindings.write_to_file(root.join("include").join(&r.include).join(file));
         }
     }
 }

@@ -49,18 +49,18 @@ REVISIONS = [
      "wsp_ layer, feature wsp-2026 (marker Wsp26, src/abi/rev2026.rs, headers include/wsp-2026)",
      "supported"),
     ("llama.rn@0.13.0-rc.5", ".cache/hosts/rn013/package", "scripts/fetch-hosts.sh rn013",
-     "unprefixed layer, feature ggml-b11118 (marker GgmlB11118, src/abi/rev2026.rs, headers "
+     "unprefixed layer, feature ggml-b11118 (marker GgmlB11118, src/abi/b11118.rs, headers "
      "include/ggml-b11118, docs/llama-rn-0.13.md)", "supported"),
     # fetch-upstream.sh extracts into .cache/upstream/VERSION/ since it serves two versions
     # (issue 44); before, 0.3.35 was at .cache/upstream/llama.cpp-stock
     ("llama-cpp-python==0.3.35",
      ".cache/upstream/0.3.35/llama.cpp-stock | .cache/upstream/llama.cpp-stock",
      "scripts/fetch-upstream.sh 0.3.35",
-     "unprefixed layer, feature ggml-2026 (marker Ggml26, src/abi/rev2026.rs, headers "
+     "unprefixed layer, feature ggml-2026 (marker Ggml26, src/abi/ggml26.rs, headers "
      "include/ggml-2026, docs/upstream.md)", "supported"),
     ("llama-cpp-python==0.3.36", ".cache/upstream/0.3.36/llama.cpp-stock",
      "scripts/fetch-upstream.sh 0.3.36",
-     "unprefixed layer, feature ggml-0253 (marker Ggml0253, src/abi/rev2026.rs, headers "
+     "unprefixed layer, feature ggml-0253 (marker Ggml0253, src/abi/g0253.rs, headers "
      "include/ggml-0.25.3, docs/upstream.md)", "supported"),
 ]
 

@@ -60,7 +60,7 @@ impl<R: Rev> CpuStatics<R> {
                     get_alloc_size: None,
                     is_host: Some(cpu_buft_is_host::<R>),
                 },
-                // stock leaves the device NULL in both revisions (its FIXME), and hosts rely on it
+                // stock leaves the device NULL in every revision (its FIXME), and hosts rely on it
                 device: std::ptr::null_mut(),
                 context: std::ptr::null_mut(),
             })))

@@ -21,7 +21,7 @@ extern long write(int fd, const void * buf, size_t n);
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
-/* Every symbol name below exists once per prefix; X(name) is expanded for lm_ and wsp_. */
+/* Every symbol name below exists once per prefix; X(name) is expanded for each prefix built. */
 #define HOST_SYMBOLS(P, X)                    \
     X(P##ggml_backend_cuda_reg)               \
     X(P##ggml_backend_metal_reg)              \
@@ -92,46 +92,6 @@ extern long write(int fd, const void * buf, size_t n);
 #define DECLARE_WEAK(name) extern void name(void) __attribute__((weak));
 #define LOOKUP(name) if (strcmp(sym, #name) == 0) return (void *) &name;
 
-HOST_SYMBOLS(lm_, DECLARE_WEAK)
-HOST_SYMBOLS(wsp_, DECLARE_WEAK)
-#ifdef GGML_RS_UNPREFIXED
-HOST_SYMBOLS(, DECLARE_WEAK)
-#endif
-
-/* Data: the float model every host file that includes our ggml-backend.h reports into
-   (cbindgen/ggml-backend.h.in); NULL when the host was compiled with its own headers. */
-extern int lm_ggml_rs_host_float_model __attribute__((weak));
-extern int wsp_ggml_rs_host_float_model __attribute__((weak));
-HIDDEN const int * ggml_rs_host_float_model_lm(void) { return &lm_ggml_rs_host_float_model; }
-HIDDEN const int * ggml_rs_host_float_model_wsp(void) { return &wsp_ggml_rs_host_float_model; }
-#ifdef GGML_RS_UNPREFIXED
-extern int ggml_rs_host_float_model __attribute__((weak));
-HIDDEN const int * ggml_rs_host_float_model_ggml(void) { return &ggml_rs_host_float_model; }
-#endif
-
-extern void lm_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
-extern void wsp_ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
-
-HIDDEN void * ggml_rs_host_sym_lm(const char * sym) {
-    HOST_SYMBOLS(lm_, LOOKUP)
-    return NULL;
-}
-
-HIDDEN void * ggml_rs_host_sym_wsp(const char * sym) {
-    HOST_SYMBOLS(wsp_, LOOKUP)
-    return NULL;
-}
-
-#ifdef GGML_RS_UNPREFIXED
-/* upstream ggml (cargo feature ggml-2026): the same table with an empty prefix */
-extern void ggml_log_internal(int level, const char * format, ...) __attribute__((weak));
-
-HIDDEN void * ggml_rs_host_sym_ggml(const char * sym) {
-    HOST_SYMBOLS(, LOOKUP)
-    return NULL;
-}
-#endif
-
 static void log_stderr(int level, const char * msg) {
     /* ggml's default logger writes to stderr as well; DEBUG is dropped like ggml does without a callback */
     if (level == 1) {
@@ -149,32 +109,45 @@ static void log_stderr(int level, const char * msg) {
     }
 }
 
-/* Returns 1 when the host's logger took the line, 0 when it went to stderr. */
-HIDDEN int ggml_rs_log_lm(int level, const char * msg) {
-    if (lm_ggml_log_internal) {
-        lm_ggml_log_internal(level, "%s", msg);
-        return 1;
+/*
+ * One prefix's tables, M naming them for host.rs:
+ * - the weak references of HOST_SYMBOLS and ggml_rs_host_sym_M, which looks them up by name;
+ * - ggml_rs_host_float_model_M: the address of the float model every host file that includes our
+ *   ggml-backend.h reports into (cbindgen/ggml-backend.h.in); NULL when the host was compiled with
+ *   its own headers;
+ * - ggml_rs_log_M: 1 when the host's logger took the line, 0 when it went to stderr.
+ */
+#define PREFIX_TABLES(P, M)                                                                   \
+    HOST_SYMBOLS(P, DECLARE_WEAK)                                                             \
+    HIDDEN void * ggml_rs_host_sym_##M(const char * sym) {                                    \
+        HOST_SYMBOLS(P, LOOKUP)                                                               \
+        return NULL;                                                                          \
+    }                                                                                         \
+    extern int P##ggml_rs_host_float_model __attribute__((weak));                             \
+    HIDDEN const int * ggml_rs_host_float_model_##M(void) { return &P##ggml_rs_host_float_model; } \
+    extern void P##ggml_log_internal(int level, const char * format, ...) __attribute__((weak)); \
+    HIDDEN int ggml_rs_log_##M(int level, const char * msg) {                                 \
+        if (P##ggml_log_internal) {                                                           \
+            P##ggml_log_internal(level, "%s", msg);                                           \
+            return 1;                                                                         \
+        }                                                                                     \
+        log_stderr(level, msg);                                                               \
+        return 0;                                                                             \
     }
-    log_stderr(level, msg);
-    return 0;
-}
 
-HIDDEN int ggml_rs_log_wsp(int level, const char * msg) {
-    if (wsp_ggml_log_internal) {
-        wsp_ggml_log_internal(level, "%s", msg);
-        return 1;
-    }
-    log_stderr(level, msg);
-    return 0;
-}
+/* GGML_RS_PREFIXES(X): X(prefix, module) of each prefix built (lm_, wsp_, and the unprefixed
+   one with its cargo feature), generated by build.rs from src/abi/revisions.list */
+#include "ggml_rs_prefixes.h"
+GGML_RS_PREFIXES(PREFIX_TABLES)
 
-#ifdef GGML_RS_UNPREFIXED
-HIDDEN int ggml_rs_log_ggml(int level, const char * msg) {
-    if (ggml_log_internal) {
-        ggml_log_internal(level, "%s", msg);
-        return 1;
-    }
+/* A revision whose prefix this build does not export (unit tests name every revision): no host
+   symbols, the log to stderr. */
+HIDDEN void * ggml_rs_host_sym_none(const char * sym) {
+    (void) sym;
+    return NULL;
+}
+HIDDEN const int * ggml_rs_host_float_model_none(void) { return NULL; }
+HIDDEN int ggml_rs_log_none(int level, const char * msg) {
     log_stderr(level, msg);
     return 0;
 }
-#endif

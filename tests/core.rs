@@ -1,5 +1,5 @@
 //! The library on its own (no host linked): buffers, tensors, bad input, the registry with a
-//! backend registered from Rust, for both revisions. The C suites in tests_c/ cover the same
+//! backend registered from Rust, for the revisions of both prefixes. The C suites in tests_c/ cover the same
 //! surface through the exported symbols with a real host.
 
 use ggml_backend_rs::abi::*;

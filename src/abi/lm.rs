@@ -6,9 +6,6 @@ use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
 pub struct Lm;
 
 impl Rev for Lm {
-    const SLOT: usize = 0;
-    const PREFIX: &'static str = "lm_";
-    const ENV_PREFIX: &'static str = "LM_";
     const CASE_INSENSITIVE_NAMES: bool = false;
     const BACKEND_API_VERSION: i32 = 0;
     const TYPE_COUNT: i32 = 36;

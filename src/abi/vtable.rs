@@ -361,7 +361,7 @@ impl<R: Rev> Backend<R> {
     }
     /// The 2026 `graph_optimize` slot, run on a split before it is allocated; `false` when absent.
     /// From b11118 on the backend may add allocation dependencies, collected into `deps`.
-    pub fn graph_optimize(&self, g: *mut CGraph<R>, deps: &mut AllocDeps<R>) -> bool {
+    pub fn graph_optimize<D: AllocDepSink<R>>(&self, g: *mut CGraph<R>, deps: &mut D) -> bool {
         match R::graph_optimize(&self.iface) {
             Some(GraphOptimizer::Plain(f)) => {
                 // SAFETY: as above; g is a live graph (view) of the caller.
@@ -370,8 +370,8 @@ impl<R: Rev> Backend<R> {
             }
             Some(GraphOptimizer::WithParams(f)) => {
                 let mut params = GraphOptimizeParams::<R> {
-                    add_alloc_dep: Some(add_alloc_dep::<R>),
-                    user_data: deps as *mut AllocDeps<R> as *mut c_void,
+                    add_alloc_dep: Some(add_alloc_dep::<R, D>),
+                    user_data: deps as *mut D as *mut c_void,
                 };
                 // SAFETY: as above; `params` and `deps` outlive the call, and the backend only
                 // hands `user_data` back to `add_alloc_dep` during it (stock's contract).
@@ -609,18 +609,18 @@ impl<R: Rev> CGraph<R> {
 }
 
 /// `ggml_backend_graph_optimize_params.add_alloc_dep`, called by a backend's `graph_optimize`
-/// (b11118) with the `AllocDeps` the scheduler passed as `user_data`. C calls it: nothing unwinds,
-/// and a dependency that cannot be recorded is counted in `rejected` (the scheduler logs it).
-unsafe extern "C" fn add_alloc_dep<R: Rev>(user_data: *mut c_void, tensor: *mut Tensor<R>, until: *mut Tensor<R>) {
-    // SAFETY: user_data is NULL or the `&mut AllocDeps<R>` of `Backend::graph_optimize`, live for
+/// (b11118) with the `AllocDepSink` the scheduler passed as `user_data`. C calls it: nothing unwinds,
+/// and a dependency that cannot be recorded is reported with `reject` (the scheduler logs it).
+unsafe extern "C" fn add_alloc_dep<R: Rev, D: AllocDepSink<R>>(user_data: *mut c_void, tensor: *mut Tensor<R>, until: *mut Tensor<R>) {
+    // SAFETY: user_data is NULL or the `&mut D` of `Backend::graph_optimize`, live for
     // the duration of the backend's call, which is the only time the backend may call this.
-    let Some(deps) = (unsafe { (user_data as *mut AllocDeps<R>).as_mut() }) else { return };
+    let Some(deps) = (unsafe { (user_data as *mut D).as_mut() }) else { return };
     if tensor.is_null() || until.is_null() {
-        deps.rejected += 1;
+        deps.reject();
         return;
     }
     let added = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| deps.add(tensor, until)));
     if added.is_err() {
-        deps.rejected += 1;
+        deps.reject();
     }
 }

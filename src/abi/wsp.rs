@@ -6,9 +6,6 @@ use super::{OpIds, CGraph, Reg, Rev, Status};
 pub struct Wsp;
 
 impl Rev for Wsp {
-    const SLOT: usize = 1;
-    const PREFIX: &'static str = "wsp_";
-    const ENV_PREFIX: &'static str = "WSP_";
     const CASE_INSENSITIVE_NAMES: bool = true;
     const BACKEND_API_VERSION: i32 = 1;
     const TYPE_COUNT: i32 = 39;
@@ -60,19 +57,7 @@ impl Rev for Wsp {
         status
     }
     fn graph_view(g: &CGraph<Self>, i0: usize, i1: usize) -> CGraph<Self> {
-        CGraph {
-            size: 0,
-            n_nodes: (i1 - i0) as i32,
-            n_leafs: 0,
-            nodes: g.nodes.wrapping_add(i0),
-            grads: std::ptr::null_mut(),
-            grad_accs: std::ptr::null_mut(),
-            leafs: std::ptr::null_mut(),
-            use_counts: g.use_counts,
-            visited_hash_set: g.visited_hash_set,
-            order: g.order,
-            uid: (),
-        }
+        g.view_sharing_visited(i0, i1, ())
     }
     fn init_status(ret: Status) -> Status {
         ret

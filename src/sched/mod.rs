@@ -7,6 +7,7 @@
 //! input copies, the graph handed to the allocator), `compute` (running splits, copies, events,
 //! the eval callback), `debug` (the `*GGML_SCHED_DEBUG` printout).
 
+mod alloc_deps;
 mod arena;
 mod assign;
 mod compute;
@@ -18,6 +19,7 @@ use crate::abi::vtable::Live;
 use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
+pub use alloc_deps::AllocDeps;
 use arena::Arena;
 use std::ffi::c_void;
 use tensor_map::TensorMap;

@@ -14,8 +14,9 @@ pub mod exec;
 pub mod fidelity;
 pub mod node;
 
-/// Whether this build serves a 2026 revision (a 2026 cargo feature): only then does the executor
-/// route the 2026 graphs' ops (SET_ROWS, GLU, FLASH_ATTN_EXT) to their kernels and the fidelity
-/// check probe them. The default build (the 2024 revisions, the Android phone library among them)
-/// leaves those kernels unreferenced, so the link drops them (its size budget, docs/size.md).
-pub const SERVES_2026: bool = cfg!(any(feature = "lm-2026", feature = "wsp-2026", ggml_unprefixed));
+/// Whether this build serves a 2026 revision (a 2026 cargo feature; build.rs sets the cfg from
+/// src/abi/revisions.list): only then does the executor route the 2026 graphs' ops (SET_ROWS,
+/// GLU, FLASH_ATTN_EXT) to their kernels and the fidelity check probe them. The default build (the
+/// 2024 revisions, the Android phone library among them) leaves those kernels unreferenced, so the
+/// link drops them (its size budget, docs/size.md).
+pub const SERVES_2026: bool = cfg!(ggml_serves_2026);

@@ -136,7 +136,7 @@ mod tests {
     use super::*;
     use crate::abi::{Lm, Wsp};
 
-    /// Both revisions' tables translate to the same ops, and ids they do not name (a newer
+    /// lm's and wsp's tables translate to the same ops, and ids they do not name (a newer
     /// revision's ops) are declined rather than misread.
     #[test]
     fn translation_is_revision_free() {
@@ -150,7 +150,7 @@ mod tests {
             assert_eq!(op_from_ids(o, 101, 0), Op::Unsupported);
             assert_eq!(op_from_ids(o, -1, 0), Op::Unsupported);
         }
-        // the two revisions number ops differently; the translation hides it
+        // lm and wsp number ops differently; the translation hides it
         assert_ne!(Lm::OPS.rope, Wsp::OPS.rope);
         assert_eq!(op_from_ids(&Lm::OPS, Lm::OPS.rope, 0), op_from_ids(&Wsp::OPS, Wsp::OPS.rope, 0));
     }

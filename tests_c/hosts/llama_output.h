@@ -1,5 +1,6 @@
-// The llama drivers' output (LMDRV1, described in llama_run.cpp), written by both llama.h APIs'
-// driver halves (llama_run.cpp, llama_run26.cpp) and hashed into the run's digest. Standard types only.
+// The llama drivers' output (LMDRV1, described in llama_run.cpp), written by the driver half on
+// both llama.h APIs (llama_run.cpp with and without LLAMA_RUN_API_2026) and hashed into the run's
+// digest. Standard types only.
 #pragma once
 
 #include "digest.h"

@@ -1,5 +1,10 @@
 // llama.rn prompt + greedy generation shared by llama_driver.cpp and assistant.cpp (see
 // llama_run.h), with its own llama_batch / llama_decode loop and a fixed number of threads.
+// Written for both llama.h APIs: with LLAMA_RUN_API_2026 (defined by the CMake targets of the
+// 2026 hosts, cui-llama.rn 1.12.2 / llama.rn 0.12.9 / llama.rn 0.13: llama_vocab,
+// llama_model_load_from_file, llama_init_from_model, the flash-attention type) the 2026 one,
+// else llama.rn 0.4.4's; the session, prompt, greedy loop and output file are the same, so the
+// drivers and the assistant are too.
 //
 // Output file (little endian, for bitwise comparison between builds):
 //   char[8]   "LMDRV1\0\0"
@@ -72,7 +77,11 @@ llama_token argmax(const float * logits, int n_vocab) {
 
 bool tokenize(const llama_model * model, const std::string & text, bool parse_special, std::vector<llama_token> & out) {
     out.assign(text.size() + 16, 0);
+#ifdef LLAMA_RUN_API_2026
+    int n = llama_tokenize(llama_model_get_vocab(model), text.c_str(), (int) text.size(), out.data(), (int) out.size(),
+#else
     int n = llama_tokenize(model, text.c_str(), (int) text.size(), out.data(), (int) out.size(),
+#endif
                            /*add_special*/ true, parse_special);
     if (n < 0) {
         fprintf(stderr, "llama: tokenize failed\n");
@@ -99,10 +108,23 @@ bool paragraph_tokens(const llama_model * model, int n_prompt, std::vector<llama
 bool chat_text(const llama_model * model, const std::string & user, std::string & out) {
     const llama_chat_message msgs[2] = {{"system", k_llama_system_prompt}, {"user", user.c_str()}};
     std::vector<char> buf(2 * (strlen(k_llama_system_prompt) + user.size()) + 256);
+#ifdef LLAMA_RUN_API_2026
+    const char * tmpl = llama_model_chat_template(model, nullptr);
+    if (!tmpl) {
+        fprintf(stderr, "llama: the model has no chat template\n");
+        return false;
+    }
+    int n = llama_chat_apply_template(tmpl, msgs, 2, /*add_ass*/ true, buf.data(), (int32_t) buf.size());
+#else
     int n = llama_chat_apply_template(model, nullptr, msgs, 2, /*add_ass*/ true, buf.data(), (int32_t) buf.size());
+#endif
     if (n > (int) buf.size()) {
         buf.resize(n);
+#ifdef LLAMA_RUN_API_2026
+        n = llama_chat_apply_template(tmpl, msgs, 2, true, buf.data(), (int32_t) buf.size());
+#else
         n = llama_chat_apply_template(model, nullptr, msgs, 2, true, buf.data(), (int32_t) buf.size());
+#endif
     }
     if (n < 0) {
         fprintf(stderr, "llama: the model has no chat template llama.cpp knows\n");
@@ -130,7 +152,12 @@ llama_session * llama_session_open(const llama_job & job) {
 
     llama_model_params mparams = llama_model_default_params();
     mparams.n_gpu_layers = 0;
+#ifdef LLAMA_RUN_API_2026
+    mparams.use_extra_bufts = job.repack;
+    s->model = llama_model_load_from_file(job.model_path.c_str(), mparams);
+#else
     s->model = llama_load_model_from_file(job.model_path.c_str(), mparams);
+#endif
     if (!s->model) {
         fprintf(stderr, "llama: failed to load %s\n", job.model_path.c_str());
         llama_session_close(s);
@@ -142,7 +169,14 @@ llama_session * llama_session_open(const llama_job & job) {
     cparams.n_ubatch = job.n_ubatch;
     cparams.n_threads = job.n_threads;
     cparams.n_threads_batch = job.n_threads;
+#ifdef LLAMA_RUN_API_2026
+    cparams.flash_attn_type = job.flash_attn < 0   ? LLAMA_FLASH_ATTN_TYPE_AUTO
+                              : job.flash_attn > 0 ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                                                   : LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    s->ctx = llama_init_from_model(s->model, cparams);
+#else
     s->ctx = llama_new_context_with_model(s->model, cparams);
+#endif
     if (!s->ctx) {
         fprintf(stderr, "llama: failed to create context\n");
         llama_session_close(s);
@@ -153,10 +187,18 @@ llama_session * llama_session_open(const llama_job & job) {
 
 bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report & rep) {
     const llama_job & job = s->job;
+#ifdef LLAMA_RUN_API_2026
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(s->model));
+#else
     const int n_vocab = llama_n_vocab(s->model);
+#endif
     rep = llama_report();
     // a session runs more than once (the assistant's rounds): every run starts from an empty cache
+#ifdef LLAMA_RUN_API_2026
+    llama_memory_clear(llama_get_memory(s->ctx), true);
+#else
     llama_kv_cache_clear(s->ctx);
+#endif
 
     std::vector<llama_token> prompt;
     if (p.fixed_paragraph) {
@@ -212,7 +254,11 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
     std::chrono::steady_clock::duration checking{};
     auto t2 = std::chrono::steady_clock::now();
     for (int i = 0; i < job.n_gen; ++i) {
+#ifdef LLAMA_RUN_API_2026
+        if (p.stop_at_eog && llama_vocab_is_eog(llama_model_get_vocab(s->model), tok)) {
+#else
         if (p.stop_at_eog && llama_token_is_eog(s->model, tok)) {
+#endif
             // the end of the turn: an app stops here, and so does the answer
             rep.eog_token = tok;
             break;
@@ -220,7 +266,11 @@ bool llama_session_run(llama_session * s, const llama_prompt & p, llama_report &
         rep.generated.push_back(tok);
         if (job.text) {
             char buf[256];
+#ifdef LLAMA_RUN_API_2026
+            int n = llama_token_to_piece(llama_model_get_vocab(s->model), tok, buf, sizeof(buf), 0, false);
+#else
             int n = llama_token_to_piece(s->model, tok, buf, sizeof(buf), 0, false);
+#endif
             if (n > 0) rep.text.append(buf, n);
         }
         batch.n_tokens = 1;
@@ -277,7 +327,11 @@ std::string llama_registry_devices() {
 void llama_session_close(llama_session * s) {
     if (!s) return;
     if (s->ctx) llama_free(s->ctx);
+#ifdef LLAMA_RUN_API_2026
+    if (s->model) llama_model_free(s->model);
+#else
     if (s->model) llama_free_model(s->model);
+#endif
     llama_backend_free();
     // the logger keeps a pointer to s->ls: hand it back to llama's default first
     llama_log_set(nullptr, nullptr);

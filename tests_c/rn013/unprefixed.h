@@ -1,4 +1,4 @@
-/* tests_c/hosts/llama_run26.cpp names a few ggml symbols with llama.rn 0.12's lm_ prefix; llama.rn
+/* tests_c/hosts/llama_run.cpp names a few ggml symbols with llama.rn 0.12's lm_ prefix; llama.rn
  * 0.13 (llama.cpp b11118) vendors ggml unprefixed. Force-included (-include) into the rn013
  * drivers so the shared driver sources stay as they are. */
 #define lm_ggml_log_level ggml_log_level
