@@ -2,8 +2,7 @@
 //! products), `vexp` (ggml's vectorized expf, SILU), `softmax_row` and `gelu` (those ops' row
 //! kernels), `cpu_features` (runtime dispatch), `view` (raw views of tensor memory), `op` (a node
 //! as the kernels read it), `ops` (one module per kind of op: `supports` and `compute`; MUL_MAT's
-//! products and their ISA tiles all in `ops::mul_mat`), `matmul` (the path by which the library
-//! reads the sgemm setting), `pool` and `affinity` (threads), `profile` (per-op timings).
+//! products and their ISA tiles all in `ops::mul_mat`), `pool` and `affinity` (threads), `profile` (per-op timings).
 //!
 //! A crate of its own so that a build can optimize it for speed (opt-level 3, 16 codegen units:
 //! the kernels' code is what the speed and instruction-count figures measured) and the library
@@ -26,7 +25,6 @@ pub mod cpu_features;
 #[cfg(feature = "compute")]
 pub mod gelu;
 #[cfg(feature = "compute")]
-pub mod matmul;
 #[cfg(feature = "compute")]
 pub mod op;
 #[cfg(feature = "compute")]

@@ -104,7 +104,7 @@ enum Asked {
 }
 
 static ASKED: once_cell::sync::Lazy<Asked> = once_cell::sync::Lazy::new(|| {
-    if super::matmul::sgemm_forced() {
+    if super::ops::mul_mat::tiles::sgemm_forced() {
         return Asked::Off;
     }
     match std::env::var("GGML_RS_SIMD_EXACT").as_deref() {

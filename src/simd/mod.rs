@@ -7,7 +7,7 @@
 //! graph loop), `fidelity` (which kinds of node this host's ggml-cpu computes in another float
 //! order, so SIMD leaves them to it), `device` (the reg/device/stream objects ggml sees).
 
-pub use ggml_rs_kernels::{affinity, cpu_features, gelu, matmul, op, ops, pool, profile, quant, softmax_row, vexp, view};
+pub use ggml_rs_kernels::{affinity, cpu_features, gelu, op, ops, pool, profile, quant, softmax_row, vexp, view};
 
 pub mod device;
 pub mod exec;
