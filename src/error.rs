@@ -1,6 +1,7 @@
 //! Failure as a value: core functions return `Result`, the export layer logs the message once
 //! (prefixed with the C function's name) and returns the function's "no" value.
 
+use std::ffi::{c_char, CStr};
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -13,6 +14,16 @@ impl fmt::Display for Error {
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// Reads a C string for messages and comparisons (`"(null)"` for NULL).
+#[allow(clippy::not_unsafe_ptr_arg_deref)] // the names ggml and its backends hand us; see abi::vtable
+pub fn cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        return "(null)".into();
+    }
+    // SAFETY: names handed to us by ggml and its backends are NUL-terminated.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
 
 impl Error {
     /// The message of `bail!`, formatted out of line: one copy of `format!`'s code for the

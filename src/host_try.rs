@@ -95,7 +95,7 @@ fn outcome(status: i32, what: *const c_char) -> Result<(), Threw> {
     if status == 0 {
         return Ok(());
     }
-    let name = (!what.is_null()).then(|| crate::abi::vtable::cstr(what));
+    let name = (!what.is_null()).then(|| crate::error::cstr(what));
     Err(Threw(name))
 }
 

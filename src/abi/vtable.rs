@@ -39,7 +39,6 @@ use super::*;
 use crate::error::Result;
 use crate::host_try;
 use crate::{bail, ensure};
-use std::ffi::CStr;
 
 /// Borrows a C object; `None` for NULL.
 ///
@@ -98,14 +97,9 @@ impl Live {
     }
 }
 
-/// Reads a C string for messages and comparisons (`"(null)"` for NULL).
-pub fn cstr(p: *const c_char) -> String {
-    if p.is_null() {
-        return "(null)".into();
-    }
-    // SAFETY: names handed to us by ggml and its backends are NUL-terminated.
-    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
-}
+/// (Defined with the error type, below this module, so that `host_try` can name a failing
+/// function without importing this module, which calls it.)
+pub use crate::error::cstr;
 
 /// Copies `len` bytes (the C side guarantees both ranges are valid; we checked them against the tensor).
 pub fn copy_bytes(dst: *mut c_void, src: *const c_void, len: usize) {
