@@ -99,6 +99,15 @@ function(_ggml_rs_replace_backend_layer)
     target_link_libraries(ggml-base PUBLIC "${GGML_RS_LIB}" ${CMAKE_DL_LIBS} m Threads::Threads)
     message(STATUS "ggml-rs: ggml ${version}: ggml-backend.cpp and ggml-backend-reg.cpp replaced by ${GGML_RS_LIB}")
 
+    # a shared libggml without GGML_BACKEND_DL links its backends (ggml-cpu, ggml-vulkan, ...) but,
+    # ggml-backend-reg.cpp gone, names none of them: a linker defaulting to --as-needed would drop
+    # them from its NEEDED list, and a program built on stock's libllama (which names no backend)
+    # would then find only what the library brings. Kept, so loading libggml loads them, and the
+    # library's weak references to their registration functions resolve, as stock's named ones do.
+    if (BUILD_SHARED_LIBS AND NOT GGML_BACKEND_DL)
+        target_link_options(ggml PRIVATE "LINKER:--no-as-needed")
+    endif()
+
     # -DGGML_BACKEND_DIR=<dir> (a distribution's module folder, searched first by load_all): stock
     # compiles it into ggml-backend-reg.cpp; the library is built before the option is known, so
     # the folder goes into libggml as a string its loader looks up (src/dl.rs)
