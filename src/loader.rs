@@ -80,18 +80,10 @@ fn executable_dir() -> Option<PathBuf> {
 /// Picks the best-scoring `libggml-<name>-*.so` in the search paths, else `libggml-<name>.so`.
 /// (Out of line: `load_all` calls it once per name, and phones rarely load backends.)
 #[inline(never)]
-fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mut Reg<R>> {
-    let search: Vec<PathBuf> = match dir {
-        Some(d) => vec![d.to_path_buf()],
-        None => crate::dl::configured_backend_dir()
-            .into_iter()
-            .chain(executable_dir())
-            .chain(std::env::current_dir().ok())
-            .collect(),
-    };
+fn load_best<R: Rev>(name: &str, silent: bool, search: &[PathBuf]) -> Result<*mut Reg<R>> {
     let prefix = format!("libggml-{}-", name);
     let mut best: Option<(i32, PathBuf)> = None;
-    for d in &search {
+    for d in search {
         let Ok(entries) = std::fs::read_dir(d) else { continue };
         for e in entries.flatten() {
             let p = e.path();
@@ -110,7 +102,7 @@ fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mu
     if let Some((_, p)) = best {
         return load::<R>(&p, silent);
     }
-    for d in &search {
+    for d in search {
         let p = d.join(format!("libggml-{}.so", name));
         if p.exists() {
             return load::<R>(&p, silent);
@@ -122,8 +114,17 @@ fn load_best<R: Rev>(name: &str, silent: bool, dir: Option<&Path>) -> Result<*mu
 /// Stock's list and order (`Rev::DL_BACKEND_NAMES`); then `<P>GGML_BACKEND_PATH` for an
 /// out-of-tree backend.
 pub fn load_all<R: Rev>(dir: Option<&Path>) {
+    // the folders, found once for every name
+    let search: Vec<PathBuf> = match dir {
+        Some(d) => vec![d.to_path_buf()],
+        None => crate::dl::configured_backend_dir()
+            .into_iter()
+            .chain(executable_dir())
+            .chain(std::env::current_dir().ok())
+            .collect(),
+    };
     for &name in R::DL_BACKEND_NAMES {
-        if let Err(e) = load_best::<R>(name, true, dir) {
+        if let Err(e) = load_best::<R>(name, true, &search) {
             log_at!(R, Debug, "ggml_backend_load_all", "{}", e);
         }
     }
