@@ -43,11 +43,11 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026
   -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF "$@"
 if [[ "$scope" == bounded ]]; then
   cmake --build "$BUILD_DIR" -j "$JOBS" --target rev2026_bounded
-  ctest --test-dir "$BUILD_DIR" --output-on-failure \
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" \
     -R '^(host_(cui|lm12)_llama_(stock|identical)|host_wsp7_whisper_(stock|identical)|bad_input_(lm|wsp)_(static|shared)|fuzz_replay_(lm|wsp)|simd_ops_(lm|wsp)_static|host_cui_gemma_(stock|identical|simd)|host_cui_llama_(simd|simd_nofa|simd_only|fastmath_simd|fastmath_exact)|quantize_whisper_base|host_wsp7_whisper_base_q(5_1|8_0)_(stock|identical|simd)|sched_gpu_(lm|wsp)_(stock|static|shared|static_hostalloc))$'
 else
   cmake --build "$BUILD_DIR" -j "$JOBS"
-  ctest --test-dir "$BUILD_DIR" --output-on-failure
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS"
   FUZZ_REV2026=1 FUZZ_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" FUZZ_MAX_SECONDS="${GGML_RS_FUZZ_MAX_SECONDS:-240}" \
     bash scripts/fuzz.sh
 fi

@@ -19,13 +19,20 @@ JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 export FUZZ_MAX_SECONDS="${GGML_RS_FUZZ_MAX_SECONDS:-240}"
 
 # --- stage timing: `stage NAME command...` runs one stage and records its wall time ---------------
-STAGE_NAMES=() STAGE_SECS=() STAGE_RC=()
+# and the CPU time its processes used (this shell's reaped children, /proc/$$/stat fields 16-17, in
+# clock ticks): cpu/wall near the core count means the stage keeps every core busy, near 1 that
+# one core idles (a stage worth running beside another).
+STAGE_NAMES=() STAGE_SECS=() STAGE_RC=() STAGE_CPU=()
+TICKS="$(getconf CLK_TCK 2>/dev/null || echo 100)"
+child_ticks() { awk '{ print $16 + $17 }' "/proc/$$/stat" 2>/dev/null || echo 0; }
 stage() {
-  local name="$1" t=$SECONDS rc=0
+  local name="$1" t=$SECONDS c0 rc=0
+  c0="$(child_ticks)"
   shift
-  echo "test.sh: == $name"
+  echo "test.sh: == $name ($(date -u +%H:%M:%S))"
   "$@" || rc=$?
   STAGE_NAMES+=("$name") STAGE_SECS+=($((SECONDS - t))) STAGE_RC+=("$rc")
+  STAGE_CPU+=($((($(child_ticks) - c0) / TICKS)))
   return $rc
 }
 stage_table() {
@@ -33,12 +40,16 @@ stage_table() {
   ((${#STAGE_NAMES[@]})) || return 0
   echo
   echo "test.sh: wall time per stage ($(nproc 2>/dev/null || echo ?) cores, load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?))"
+  local cpu=0
+  printf "  %-52s %8s %8s %5s\n" "stage" "wall" "cpu" "cores"
   for i in "${!STAGE_NAMES[@]}"; do
     status=ok; [[ "${STAGE_RC[$i]}" == 0 ]] || status="FAILED (exit ${STAGE_RC[$i]})"
-    printf "  %-34s %4dm%02ds  %s\n" "${STAGE_NAMES[$i]}" $((STAGE_SECS[i] / 60)) $((STAGE_SECS[i] % 60)) "$status"
-    total=$((total + STAGE_SECS[i]))
+    printf "  %-52s %4dm%02ds %4dm%02ds %5s  %s\n" "${STAGE_NAMES[$i]}" $((STAGE_SECS[i] / 60)) $((STAGE_SECS[i] % 60)) \
+      $((STAGE_CPU[i] / 60)) $((STAGE_CPU[i] % 60)) \
+      "$(awk -v c="${STAGE_CPU[$i]}" -v w="${STAGE_SECS[$i]}" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')" "$status"
+    total=$((total + STAGE_SECS[i])) cpu=$((cpu + STAGE_CPU[i]))
   done
-  printf "  %-34s %4dm%02ds\n" "total" $((total / 60)) $((total % 60))
+  printf "  %-52s %4dm%02ds %4dm%02ds\n" "total" $((total / 60)) $((total % 60)) $((cpu / 60)) $((cpu % 60))
   if [[ -s "$BUILD_DIR/ctest-times.txt" ]]; then
     echo "  slowest ctest tests:"
     sort -k2 -gr "$BUILD_DIR/ctest-times.txt" | head -n 8 | awk '{ printf "    %-32s %7.1f s\n", $1, $2 }'
@@ -72,7 +83,9 @@ stage "cargo test" cargo test --release --workspace
 stage "cmake configure" cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGGML_RS_FUZZ_TEST_RUNS="${GGML_RS_FUZZ_RUNS:-20000}" "$@"
 stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
-stage "ctest" ctest_timed -LE tsan  # host_assistant_tsan: the ThreadSanitizer stage below
+# -j: the host runs (2 threads each) are RUN_SERIAL; the builds inside fuzz and integrate_* and the
+# single-threaded suites share the two cores
+stage "ctest" ctest_timed -j "$JOBS" -LE tsan  # host_assistant_tsan: the ThreadSanitizer stage below
 
 # ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
 # std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
@@ -134,7 +147,7 @@ if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
   GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test kernels (AVX2 only)" cargo test --release -p ggml-rs-kernels
   GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release --lib simd
   # (the op suites and the single-host runs: the assistant's SIMD runs repeat what these check)
-  GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -R simd -E assistant
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
 fi
 
 # The NEON kernels: cross-built for aarch64 and run under qemu-user (Rust kernel tests on two CPU

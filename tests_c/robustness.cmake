@@ -64,7 +64,9 @@ if(NOT GGML_RS_FUZZ)
     # a fixed number of runs from a fixed seed: the bounded CI run repeats the checked one exactly
     add_test(NAME fuzz
              COMMAND env FUZZ_RUNS=${GGML_RS_FUZZ_TEST_RUNS} bash "${PROJECT_SOURCE_DIR}/scripts/fuzz.sh" ${GGML_RS_FUZZ_TEST_SECONDS})
-    set_tests_properties(fuzz PROPERTIES TIMEOUT 2400 LABELS fuzz RUN_SERIAL TRUE)
+    # (mostly builds: the sancov library and the harnesses; the 2 x 20000 runs take seconds. COST
+    # starts it first under `ctest -j`, beside the other tests that are not RUN_SERIAL)
+    set_tests_properties(fuzz PROPERTIES TIMEOUT 2400 LABELS fuzz COST 1000)
   endif()
 else()
   # -------------------------------------------------------------------- libFuzzer build (clang)
