@@ -59,6 +59,7 @@ aarch64_build() {
         -DCMAKE_TOOLCHAIN_FILE="$ROOT/scripts/aarch64-clang.cmake" \
         -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$libdir" \
         -DGGML_RS_HOST_TESTS="$host_tests" "-DGGML_RS_HOST_CPU_FLAGS=$HOST_FLAGS" \
+        -DGGML_RS_HOST_CODE_OPT=-O3 \
         ${AARCH64_CMAKE_ARGS[@]+"${AARCH64_CMAKE_ARGS[@]}"}
     cmake --build "$dir" -j "$JOBS" --target "$@"
 }

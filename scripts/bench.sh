@@ -59,7 +59,7 @@ if ((BUILD)); then
   for m in stock $MODES; do [[ $m == simd* ]] || targets+=("llama_driver_$m" "whisper_driver_$m"); done
   targets+=(llama_driver_static whisper_driver_static llama_driver_timed_stock llama_driver_timed_static bench_ops_lm
             whisper_quantize)
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_HOST_CODE_OPT=-O3 >/dev/null
   LOG="$BUILD_DIR/bench-build.log"
   if ! cmake --build "$BUILD_DIR" -j "$JOBS" --target "${targets[@]}" >"$LOG" 2>&1; then
     tail -n 60 "$LOG" >&2
@@ -71,7 +71,7 @@ if ((BUILD)); then
     bash scripts/fetch-hosts.sh cui >/dev/null
     CARGO_TARGET_DIR="$ROOT/target/rev2026" cargo build --release --features lm-2026,wsp-2026 >"$LOG" 2>&1 \
       || { tail -n 60 "$LOG" >&2; echo "bench: 2026 library build failed" >&2; exit 1; }
-    cmake -S . -B "$BUILD_DIR-rev2026" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON \
+    cmake -S . -B "$BUILD_DIR-rev2026" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_RS_REV2026=ON -DGGML_RS_HOST_CODE_OPT=-O3 \
       -DGGML_RS_CARGO_BUILD=OFF -DGGML_RS_LIB_DIR="$ROOT/target/rev2026/release" \
       -DGGML_RS_VALGRIND_TEST=OFF -DGGML_RS_FUZZ_TEST=OFF >/dev/null
     targets=(llama_driver_stock llama_driver_static)

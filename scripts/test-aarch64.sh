@@ -23,8 +23,9 @@ aarch64_toolchain ""
 # Build once, then run the test binaries directly under each CPU model: the kernels' crate
 # (every test, KERNEL_FILTER) and the library's (FILTER: its SIMD backend).
 KERNEL_FILTER="${KERNEL_FILTER:-}"
-cargo test --release --workspace --exclude ggml-backend-rs-phone --lib --target "$TARGET" -j "$JOBS" --no-run
-mapfile -t BINS < <(cargo test --release --workspace --exclude ggml-backend-rs-phone --lib --target "$TARGET" -j "$JOBS" --no-run --message-format=json 2>/dev/null \
+# (the kernels' repacked ARM layouts too: arm-repack, which the 2026 features ask for)
+cargo test --release --workspace --exclude ggml-backend-rs-phone --features ggml-rs-kernels/arm-repack --lib --target "$TARGET" -j "$JOBS" --no-run
+mapfile -t BINS < <(cargo test --release --workspace --exclude ggml-backend-rs-phone --features ggml-rs-kernels/arm-repack --lib --target "$TARGET" -j "$JOBS" --no-run --message-format=json 2>/dev/null \
     | sed -n 's/.*"executable":"\([^"]*\)".*/\1/p')
 ((${#BINS[@]} == 2)) || { echo "expected 2 test binaries (library, kernels), found ${#BINS[@]}" >&2; exit 1; }
 for cpu in $CPUS; do

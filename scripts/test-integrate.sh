@@ -7,7 +7,8 @@
 #   2. patch again: byte for byte no change; refusals (unknown version, a build file without an
 #      expected line, no libraries, --revert of an unpatched package) change nothing;
 #   3. build the patched package with its own android/src/main/CMakeLists.txt on Linux
-#      (-DANDROID_ABI=x86_64, host compiler): every library target compiled and linked with
+#      (-DANDROID_ABI=x86_64, host compiler, -O0 appended to its flags: a compile-and-link check,
+#      nothing runs it; GGML_RS_INTEGRATE_O3=1 keeps its -O3): every library target compiled and linked with
 #      -Wl,--no-undefined against PATH (the Linux x86_64 libggml_backend_rs.a stands in for the
 #      x86_64-linux-android one); configure for arm64-v8a (every target links its ABI's library)
 #      and for armeabi-v7a (no library: configure must stop with the message);
@@ -296,9 +297,14 @@ cc -shared -fPIC -O1 -DSTUB_LIBANDROID -o "$S/lib/libandroid.so" "$ROOT/tests_c/
 # -include cmath: both packages' C++ uses sqrt / INFINITY / M_PI without <cmath>, which NDK's libc++
 # headers bring in on the way and libstdc++'s do not.
 cxx_flags="-I$ROOT/tests_c/integrate -I$jni_inc -I$jni_inc/linux -include cmath"
+# (tests_c/integrate/unoptimized.sh: -O0 after the package's -O3, unless GGML_RS_INTEGRATE_O3=1)
+launch=()
+[[ "${GGML_RS_INTEGRATE_O3:-0}" == 1 ]] || launch+=("$ROOT/tests_c/integrate/unoptimized.sh")
+if command -v ccache >/dev/null 2>&1; then launch+=(ccache); fi
 launcher=()
-if command -v ccache >/dev/null 2>&1; then
-  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if ((${#launch[@]})); then
+  l="$(IFS=';'; echo "${launch[*]}")"
+  launcher=("-DCMAKE_C_COMPILER_LAUNCHER=$l" "-DCMAKE_CXX_COMPILER_LAUNCHER=$l")
 fi
 configure() { # build-dir abi
   cmake -S "$MAIN" -B "$1" -G Ninja -DCMAKE_BUILD_TYPE=Release -DANDROID_ABI="$2" \

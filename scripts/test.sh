@@ -167,7 +167,16 @@ fi
 # every export, undefined symbols, SONAME/NEEDED/16 KB pages (scripts/cross.sh). Then the Android
 # .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
 # (scripts/android-load.sh). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
+# The test command leaves out two of cross.sh's builds unless GGML_RS_CROSS_ALL=1: the Intel-Mac
+# simulator (x86_64-apple-ios, with the fat simulator archive) and the x86_64 Android library
+# without SIMD; each is one more build of std from source, about a minute of a cold run on 2 cores,
+# for code the other targets compile too (`bash scripts/cross.sh` builds all of them).
 if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
-  stage "phone builds (cross.sh)" bash scripts/cross.sh
+  cross_targets=()
+  if [ "${GGML_RS_CROSS_ALL:-0}" != 1 ]; then
+    cross_targets=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+    export CROSS_NOSIMD_TARGETS="${CROSS_NOSIMD_TARGETS-aarch64-linux-android}"
+  fi
+  stage "phone builds (cross.sh)" bash scripts/cross.sh ${cross_targets[@]+"${cross_targets[@]}"}
   [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || stage "android .so loaded (android-load.sh)" bash scripts/android-load.sh
 fi

@@ -12,7 +12,9 @@ usage: tools/ab/bench-load.py [-r ROUNDS=2] [--loads 0,1,2] [--models smollm2,ge
   the drivers are tests_c/hosts llama drivers of one package (e.g. the 2026 build's
   llama_driver_stock and llama_driver_static, or llama_driver_fastmath_* for the package's own
   fast-math flags); -p 512 -n 128 is llama-bench's pp512 and tg128 at a depth of 512 to 640.
-  Prints a Markdown table; timing only (the test command checks the outputs).
+  Prints a Markdown table; timing only (the test command checks the outputs). Build the drivers
+  with -DGGML_RS_HOST_CODE_OPT=-O3 (the model code around ggml as the packages ship it; the test
+  command's -O1 slows it alike for stock and SIMD, which lowers the ratios a little).
 """
 import argparse
 import os
