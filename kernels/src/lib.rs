@@ -1,4 +1,5 @@
-//! The SIMD backend's kernels, free of any ggml revision's types: `quant` (block formats, dot
+//! The SIMD backend's kernels, free of any ggml revision's types: `ggml_types` (the one table of
+//! ggml's type ids: names, block sizes), `quant` (block formats, dot
 //! products), `vexp` (ggml's vectorized expf, SILU), `softmax_row` and `gelu` (those ops' row
 //! kernels), `cpu_features` (runtime dispatch), `view` (raw views of tensor memory), `op` (a node
 //! as the kernels read it), `ops` (one module per kind of op: `supports` and `compute`; MUL_MAT's
@@ -11,6 +12,7 @@
 //! ggml's structs and turns a node into an [`op::Node`] (its `simd::node`); nothing here reads a
 //! ggml struct.
 
+pub mod ggml_types;
 pub mod order;
 pub use order::CpuOrder;
 

@@ -38,9 +38,11 @@ const F32: i32 = 0;
 const F16: i32 = 1;
 const I32: i32 = 26;
 const I64: i32 = 27;
-/// The weight formats the SIMD products and GET_ROWS take (type ids are the same in every revision).
-const WEIGHTS: [(i32, &str); 11] =
-    [(0, "f32"), (1, "f16"), (2, "q4_0"), (3, "q4_1"), (6, "q5_0"), (7, "q5_1"), (8, "q8_0"), (12, "q4_K"), (13, "q5_K"), (14, "q6_K"), (20, "iq4_nl")];
+/// The weight formats the SIMD products and GET_ROWS take (type ids are the same in every
+/// revision): the kernels' `WType`, named by the one table of ggml types.
+fn weights() -> impl Iterator<Item = i32> {
+    ggml_rs_kernels::quant::WType::ALL.into_iter().map(|w| w.ggml_id())
+}
 
 /// What a node is, for this check: its op, its sources' and destination's types, and (MUL) whether
 /// a source is an RMS_NORM (ggml-cpu fuses the pair from 2026 on).
@@ -66,12 +68,7 @@ impl Kind {
     }
 
     fn name(&self) -> String {
-        let ty = |t: i32| match t {
-            I32 => "i32",
-            I64 => "i64",
-            -1 => "-",
-            _ => WEIGHTS.iter().find(|w| w.0 == t).map_or("?", |w| w.1),
-        };
+        let ty = |t: i32| if t == -1 { "-" } else { ggml_rs_kernels::ggml_types::name(t) };
         let op = if self.after_rms_norm { "MUL after RMS_NORM" } else { self.op.name() };
         let mode = match self.op {
             Op::Rope => format!(" mode {}", self.mode),
@@ -400,9 +397,9 @@ impl Case {
 }
 
 fn cases(order: CpuOrder) -> Vec<Case> {
-    let mut c: Vec<Case> = WEIGHTS.iter().map(|&(w, _)| Case::MulMat(w, F32)).collect();
+    let mut c: Vec<Case> = weights().map(|w| Case::MulMat(w, F32)).collect();
     c.push(Case::MulMat(F16, F16));
-    c.extend(WEIGHTS.iter().map(|&(w, _)| Case::GetRows(w)));
+    c.extend(weights().map(|w| Case::GetRows(w)));
     c.extend([Case::Norm, Case::RmsNorm, Case::RmsNormMul]);
     c.extend(["add", "sub", "mul", "div"].map(Case::Binary));
     c.extend([Build::WithF32("scale", 0.125), Build::Unary("sqr"), Build::Unary("sqrt"), Build::Unary("silu"), Build::Unary("gelu")].map(Case::Unary));

@@ -43,21 +43,8 @@ use crate::cpu_features::SimdLevel;
 /// Values per block for every format here (ggml's QK4_0 = QK4_1 = QK8_0 = QK8_1 = 32).
 pub const QK: usize = 32;
 
-/// The `enum ggml_type` ids the backend reads (numbered alike in both revisions).
-pub mod type_id {
-    pub const F32: i32 = 0;
-    pub const F16: i32 = 1;
-    pub const Q4_0: i32 = 2;
-    pub const Q4_1: i32 = 3;
-    pub const Q5_0: i32 = 6;
-    pub const Q5_1: i32 = 7;
-    pub const Q8_0: i32 = 8;
-    pub const Q4_K: i32 = 12;
-    pub const Q5_K: i32 = 13;
-    pub const Q6_K: i32 = 14;
-    pub const IQ4_NL: i32 = 20;
-    pub const I32: i32 = 26;
-}
+/// The `enum ggml_type` ids the backend reads (the one table: [`crate::ggml_types`]).
+pub use crate::ggml_types::id as type_id;
 
 /// The weight types the backend reads (MUL_MAT weights, GET_ROWS tables): the one table of what
 /// each ggml type id is.
@@ -77,7 +64,34 @@ pub enum WType {
 }
 
 impl WType {
-    /// The type of ggml type id `ty` (`enum ggml_type`, numbered alike in both revisions).
+    /// Every weight type, in id order.
+    pub const ALL: [WType; 11] =
+        [WType::F32, WType::F16, WType::Q4_0, WType::Q4_1, WType::Q5_0, WType::Q5_1, WType::Q8_0, WType::Q4K, WType::Q5K, WType::Q6K, WType::IQ4NL];
+
+    /// Its ggml type id.
+    pub const fn ggml_id(self) -> i32 {
+        use type_id as t;
+        match self {
+            WType::F32 => t::F32,
+            WType::F16 => t::F16,
+            WType::Q4_0 => t::Q4_0,
+            WType::Q4_1 => t::Q4_1,
+            WType::Q5_0 => t::Q5_0,
+            WType::Q5_1 => t::Q5_1,
+            WType::Q8_0 => t::Q8_0,
+            WType::Q4K => t::Q4_K,
+            WType::Q5K => t::Q5_K,
+            WType::Q6K => t::Q6_K,
+            WType::IQ4NL => t::IQ4_NL,
+        }
+    }
+
+    /// ggml's name of it (`ggml_type_name`).
+    pub fn name(self) -> &'static str {
+        crate::ggml_types::name(self.ggml_id())
+    }
+
+    /// The type of ggml type id `ty` (`enum ggml_type`, numbered alike in every revision).
     pub const fn from_ggml(ty: i32) -> Option<WType> {
         use type_id as t;
         match ty {
@@ -609,5 +623,23 @@ pub(crate) mod x86_util {
         let hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128::<8>(q)));
         store8_f32(&mut dst[0..8], _mm256_mul_ps(lo, d));
         store8_f32(&mut dst[8..16], _mm256_mul_ps(hi, d));
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::*;
+
+    /// The block layouts the kernels compute with are the table's, id for id (the table sizes
+    /// tensors in the library; a format whose blocks disagreed would read past rows).
+    #[test]
+    fn weight_types_agree_with_the_ggml_types_table() {
+        for w in WType::ALL {
+            let row = crate::ggml_types::ggml_type(w.ggml_id()).expect("a weight type's id is in the table");
+            assert_eq!((row.block, row.bytes), (w.block_len(), w.block_bytes()), "{w:?}");
+            assert_eq!(WType::from_ggml(w.ggml_id()), Some(w));
+        }
+        let named: Vec<_> = WType::ALL.iter().map(|w| w.name()).collect();
+        assert_eq!(named, ["f32", "f16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q4_K", "q5_K", "q6_K", "iq4_nl"]);
     }
 }
