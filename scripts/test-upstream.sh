@@ -172,7 +172,8 @@ check "pipeline copies (n_copies > 1): ours = stock (sizes, places, outputs)" \
 grep -E 'n_copies|round 0: backend' "$OUT/runs/sched-copies-rs.txt" | sed 's/^/upstream:   /' || true
 
 # --- ggml-rpc across processes ------------------------------------------------------------------
-PORT_BASE=$((50000 + RANDOM % 10000))
+source "$ROOT/scripts/lib/ports.sh"
+PORT_BASE=$(rpc_port_base)
 next_port=$PORT_BASE
 start_server() { # dir -> sets SERVER_PID, SERVER_EP
   local dir="$1" port

@@ -317,7 +317,9 @@ full_cases() {
   RUN_ENV=() SAME=same
   # Vulkan and RPC in one scheduler: each side's client with its own rpc-server (the server's CPU),
   # the layers split between RPC0 and Vulkan0
-  local port=$((50000 + RANDOM % 10000)) p
+  local port p
+  source "$ROOT/scripts/lib/ports.sh"
+  port=$(rpc_port_base 2)
   start_server stock "$port" && start_server rs $((port + 1)) &&
     gen stock "$(runs rpc-vk-stock.txt)" -p "$PROMPT" -ngl 99 --rpc "127.0.0.1:$port" &&
     gen rs "$(runs rpc-vk-rs.txt)" -p "$PROMPT" -ngl 99 --rpc "127.0.0.1:$((port + 1))" || echo "vulkan: Vulkan + RPC run failed"
