@@ -489,18 +489,16 @@ pub fn sched_reserve<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<
     Ok(true)
 }
 pub fn sched_get_n_backends<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut!(sched).backends.len() as i32)
+    Ok(sched_mut!(sched).n_backends() as i32)
 }
 pub fn sched_get_backend<R: Rev>(sched: *mut Sched<R>, i: i32) -> Result<*mut Backend<R>> {
-    let s = sched_mut!(sched);
-    ensure!(i >= 0 && (i as usize) < s.backends.len(), "backend index {} out of range ({} backends)", i, s.backends.len());
-    Ok(s.backends[i as usize])
+    sched_mut!(sched).backend(i)
 }
 pub fn sched_get_n_splits<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut!(sched).splits.len() as i32)
+    Ok(sched_mut!(sched).n_splits() as i32)
 }
 pub fn sched_get_n_copies<R: Rev>(sched: *mut Sched<R>) -> Result<i32> {
-    Ok(sched_mut!(sched).n_copies as i32)
+    Ok(sched_mut!(sched).n_copies() as i32)
 }
 pub fn sched_get_buffer_size<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<usize> {
     sched_mut!(sched).buffer_size(backend)
@@ -537,8 +535,7 @@ pub fn sched_reset<R: Rev>(sched: *mut Sched<R>) -> Result<()> {
 }
 pub fn sched_set_eval_callback<R: Rev>(sched: *mut Sched<R>, callback: SchedEvalCallback<R>, user_data: *mut c_void) -> Result<()> {
     let s = sched_mut!(sched);
-    s.callback = callback;
-    s.callback_data = user_data;
+    s.set_eval_callback(callback, user_data);
     Ok(())
 }
 
@@ -656,11 +653,7 @@ pub fn sched_reserve_size<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>, sizes
     Ok(())
 }
 pub fn sched_get_buffer_type<R: Rev>(sched: *mut Sched<R>, backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
-    let s = sched_mut!(sched);
-    match s.backend_index(backend) {
-        Some(i) => Ok(s.bufts[i]),
-        None => bail!("backend is not part of this scheduler"),
-    }
+    sched_mut!(sched).buffer_type(backend)
 }
 pub fn sched_split_graph<R: Rev>(sched: *mut Sched<R>, g: *mut CGraph<R>) -> Result<()> {
     sched_mut!(sched).split_graph_public(graph_mut!(g))

@@ -17,7 +17,7 @@ use crate::bail;
 
 impl<R: Rev> Sched<R> {
     fn last(&self) -> i32 {
-        self.backends.len() as i32 - 1
+        self.members.len() as i32 - 1
     }
 
     /// Is backend `id` the CPU, or the SIMD backend standing beside it?
@@ -51,7 +51,7 @@ impl<R: Rev> Sched<R> {
     /// The highest-priority backend that supports `tensor`'s buffer type and can run `op`.
     fn backend_from_buffer(&self, tensor: &Tensor<R>, op: *const Tensor<R>) -> i32 {
         let Some(buf) = self.live.obj(tensor.data_buffer()) else { return -1 };
-        (0..self.backends.len())
+        (0..self.members.len())
             .find(|&i| self.supports_buft(i, buf.buft) && self.supports_op(i, op))
             .map(|i| i as i32)
             .unwrap_or(-1)
@@ -67,7 +67,7 @@ impl<R: Rev> Sched<R> {
             return self.supports_op(b, node);
         }
         let mut copy_buffer =
-            Buffer { iface: BufferI::EMPTY, buft: self.bufts[b], context: std::ptr::null_mut(), size: 0, usage: USAGE_COMPUTE };
+            Buffer { iface: BufferI::EMPTY, buft: self.members.buft(b), context: std::ptr::null_mut(), size: 0, usage: USAGE_COMPUTE };
         let mut copies: [Option<Tensor<R>>; MAX_SRC] = std::array::from_fn(|_| None);
         for (j, copy) in copies.iter_mut().enumerate() {
             let Some(s) = self.live.obj(node.src[j]).filter(|s| foreign(s)) else { continue };
@@ -200,7 +200,7 @@ impl<R: Rev> Sched<R> {
                 if id == -1 {
                     return false;
                 }
-                self.bufts[id as usize]
+                self.members.buft(id as usize)
             }
         };
         !buft.is_null() && self.supports_buft(b, buft)
@@ -218,7 +218,7 @@ impl<R: Rev> Sched<R> {
             let id = self.ids.backend(node);
             if id == -1 {
                 let mut best = -1i32;
-                for b in 0..self.backends.len() {
+                for b in 0..self.members.len() {
                     if !self.supports_op(b, node) {
                         continue;
                     }
@@ -237,7 +237,7 @@ impl<R: Rev> Sched<R> {
                 }
             } else {
                 for b in 0..id as usize {
-                    if self.bufts[b] == self.bufts[id as usize]
+                    if self.members.buft(b) == self.members.buft(id as usize)
                         && self.supports_op(b, node)
                         && n.src.iter().filter_map(|&s| self.live.obj(s)).all(|s| self.buffer_supported(s, b))
                     {

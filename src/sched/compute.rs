@@ -24,7 +24,7 @@ impl<R: Rev> UsedExperts<R> {
 
 impl<R: Rev> Sched<R> {
     fn event(&self, b: usize) -> *mut Event<R> {
-        self.events[b][self.split_copy]
+        self.members.event(b, self.copies.split())
     }
 
     /// Waits (on the host) until backend `b` is done with the current copy.
@@ -46,7 +46,7 @@ impl<R: Rev> Sched<R> {
         let b = split.backend_id;
         let input = split.inputs[k];
         let inp = self.live.obj(input).unwrap();
-        let cpy = self.ids.copy(input, b, self.split_copy);
+        let cpy = self.ids.copy(input, b, self.copies.split());
         let Some(node) = split.graph.nodes().first().and_then(|&n| self.live.obj(n)) else { return Ok(false) };
         let Some(buf) = self.live.obj(inp.buffer) else { return Ok(false) };
         if buf.usage != USAGE_WEIGHTS
@@ -66,10 +66,10 @@ impl<R: Rev> Sched<R> {
         if ids.ne.iter().any(|&n| n <= 0) {
             return Ok(true);
         }
-        let mut ids_backend = self.backends[b];
+        let mut ids_backend = self.members.backend(b);
         // an ids tensor that is a later input of this split is not copied yet: read the source
         for &later in &split.inputs[k + 1..] {
-            if std::ptr::eq(ids, self.ids.copy(later, b, self.split_copy)) {
+            if std::ptr::eq(ids, self.ids.copy(later, b, self.copies.split())) {
                 ids = self.live.obj(later).unwrap();
                 ids_backend = self.tensor_backend(later);
                 break;
@@ -93,7 +93,7 @@ impl<R: Rev> Sched<R> {
             }
             moe.ids = ids;
         }
-        let be = self.live.obj(self.backends[b]).unwrap();
+        let be = self.members.get(b).unwrap();
         let cpy_t = self.live.obj(cpy).unwrap();
         let mut id = 0;
         while id < n_expert {
@@ -118,10 +118,10 @@ impl<R: Rev> Sched<R> {
     fn copy_inputs(&self, si: usize, moe: &mut UsedExperts<R>) -> Result<()> {
         let split = &self.splits[si];
         let b = split.backend_id;
-        let backend = self.live.obj(self.backends[b]).unwrap();
+        let backend = self.members.get(b).unwrap();
         for (k, &input) in split.inputs.iter().enumerate() {
             let inp = self.live.obj(input).unwrap();
-            let cpy_p = self.ids.copy(input, b, self.split_copy);
+            let cpy_p = self.ids.copy(input, b, self.copies.split());
             let cpy = self.live.obj(cpy_p).unwrap();
             if inp.flags & TENSOR_FLAG_INPUT != 0 {
                 // user inputs are copied now, before the user can overwrite them
@@ -154,7 +154,7 @@ impl<R: Rev> Sched<R> {
     fn compute_split(&mut self, si: usize) -> Result<Status> {
         // (mutable: the backend is handed the split's graph, which ggml lets it write)
         let split = &mut self.splits[si];
-        let backend = self.live.obj(self.backends[split.backend_id]).unwrap();
+        let backend = self.members.get(split.backend_id).unwrap();
         let Some(cb) = self.callback else {
             return backend.graph_compute(&mut split.graph);
         };
@@ -191,7 +191,7 @@ impl<R: Rev> Sched<R> {
             // backend may still be working on
             if R::SCHED_WAIT_PREV_BACKEND && self.splits[si].inputs.is_empty() {
                 if let Some(p) = prev_backend.filter(|&p| p != b) {
-                    if let Some(pb) = self.live.obj(self.backends[p]) {
+                    if let Some(pb) = self.members.get(p) {
                         self.host_wait(p, pb)?;
                     }
                 }
@@ -204,14 +204,14 @@ impl<R: Rev> Sched<R> {
             prev_backend = Some(b);
             let split = &self.splits[si];
             if R::SCHED_EVENT_EVERY_SPLIT || !split.inputs.is_empty() {
-                if let Some(be) = self.live.obj(self.backends[split.backend_id]) {
+                if let Some(be) = self.members.get(split.backend_id) {
                     if !self.event(split.backend_id).is_null() {
                         be.event_record(self.event(split.backend_id))?;
                     }
                 }
             }
         }
-        self.cur_copy = (self.cur_copy + 1) % self.n_copies;
+        self.copies.advance();
         Ok(STATUS_SUCCESS)
     }
 }

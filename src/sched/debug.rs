@@ -26,7 +26,7 @@ impl<R: Rev> Sched<R> {
         for (i, &node) in g.nodes().iter().enumerate() {
             if cur_split < self.splits.len() && i == self.splits[cur_split].i_start {
                 let sp = &self.splits[cur_split];
-                out.push_str(&format!("\n## SPLIT #{}: {} # {} inputs", cur_split, self.name_of(self.backends[sp.backend_id]), sp.inputs.len()));
+                out.push_str(&format!("\n## SPLIT #{}: {} # {} inputs", cur_split, self.name_of(self.members.backend(sp.backend_id)), sp.inputs.len()));
                 for (j, &inp) in sp.inputs.iter().enumerate() {
                     let t = self.live.obj(inp).unwrap();
                     if j == 0 {

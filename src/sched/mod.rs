@@ -4,14 +4,19 @@
 //! splits, with stock's semantics except where a decision is written.
 //!
 //! Where the work is: `assign` (passes 1-4: which backend runs each node), `split` (pass 5: splits,
-//! input copies, the graph handed to the allocator), `compute` (running splits, copies, events,
-//! the eval callback), `debug` (the `*GGML_SCHED_DEBUG` printout).
+//! input copies), `alloc_graph` (the graph handed to the allocator, and the allocator),
+//! `compute` (running splits, copies, events, the eval callback), `input_guard` (inputs whose
+//! memory the allocator reuses), `debug` (the `*GGML_SCHED_DEBUG` printout). `members` holds what
+//! `sched_new` fixed: the backends, their buffer types and events.
 
 mod alloc_deps;
+mod alloc_graph;
 mod arena;
 mod assign;
 mod compute;
 mod debug;
+mod input_guard;
+mod members;
 mod split;
 pub mod tensor_map;
 
@@ -20,7 +25,10 @@ use crate::abi::*;
 use crate::error::Result;
 use crate::{bail, ensure};
 pub use alloc_deps::AllocDeps;
+use alloc_graph::AllocGraph;
 use arena::Arena;
+use input_guard::InputGuard;
+use members::{Copies, Members};
 use std::ffi::c_void;
 use tensor_map::TensorMap;
 
@@ -34,101 +42,6 @@ pub struct Split<R: Rev> {
     pub i_end: usize,
     pub inputs: Vec<*mut Tensor<R>>,
     pub graph: CGraph<R>,
-}
-
-/// The host's graph allocator (`ggml_gallocr`), one buffer per backend (`GGML_RS_ALLOC=host`).
-struct Galloc<R: Rev> {
-    handle: *mut c_void,
-    core: &'static crate::host::CoreFns<R>,
-}
-
-impl<R: Rev> Galloc<R> {
-    fn new(bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
-        let core = crate::host::host::<R>().core();
-        let (Some(new_n), Some(_), Some(_), Some(_), Some(_)) =
-            (core.gallocr_new_n, core.gallocr_free, core.gallocr_reserve_n, core.gallocr_alloc_graph, core.gallocr_get_buffer_size)
-        else {
-            bail!("the host does not link {}ggml-alloc (ggml_gallocr_*), which the scheduler allocates with", R::PREFIX);
-        };
-        // SAFETY: bufts holds n valid buffer types; gallocr copies the array.
-        let handle = unsafe { new_n(bufts.as_mut_ptr(), bufts.len() as i32) };
-        ensure!(!handle.is_null(), "failed to create the graph allocator");
-        Ok(Galloc { handle, core })
-    }
-    fn reserve(&self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
-        // SAFETY: checked present in `new`; the id arrays cover g's nodes and leafs.
-        unsafe { (self.core.gallocr_reserve_n.unwrap())(self.handle, g, node_ids.as_ptr(), leaf_ids.as_ptr()) }
-    }
-    fn alloc_graph(&self, g: &mut CGraph<R>) -> bool {
-        // SAFETY: as above.
-        unsafe { (self.core.gallocr_alloc_graph.unwrap())(self.handle, g) }
-    }
-    fn buffer_size(&self, id: usize) -> usize {
-        // SAFETY: as above; id < number of buffer types.
-        unsafe { (self.core.gallocr_get_buffer_size.unwrap())(self.handle, id as i32) }
-    }
-}
-
-impl<R: Rev> Drop for Galloc<R> {
-    fn drop(&mut self) {
-        // SAFETY: created by gallocr_new_n, freed once.
-        unsafe { (self.core.gallocr_free.unwrap())(self.handle) }
-    }
-}
-
-/// `GGML_RS_ALLOC=host` hands the graphs to the host's ggml-alloc (what the library did before it
-/// had its own allocator); anything else, or unset, uses ours. Read once per process.
-fn use_host_alloc() -> bool {
-    static HOST: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HOST.get_or_init(|| std::env::var("GGML_RS_ALLOC").is_ok_and(|v| v.trim().eq_ignore_ascii_case("host")))
-}
-
-enum Allocator<R: Rev> {
-    Host(Galloc<R>),
-    Ours(Box<crate::alloc::GraphAlloc<R>>),
-}
-
-impl<R: Rev> Allocator<R> {
-    fn new(live: Live, bufts: &mut [*mut BufferType<R>]) -> Result<Self> {
-        if use_host_alloc() {
-            Ok(Allocator::Host(Galloc::new(bufts)?))
-        } else {
-            Ok(Allocator::Ours(Box::new(crate::alloc::GraphAlloc::new(live, bufts)?)))
-        }
-    }
-    fn reserve(&mut self, g: &mut CGraph<R>, node_ids: &[i32], leaf_ids: &[i32]) -> bool {
-        match self {
-            Allocator::Host(h) => h.reserve(g, node_ids, leaf_ids),
-            Allocator::Ours(a) => match a.reserve(g, node_ids, leaf_ids) {
-                Ok(()) => true,
-                Err(e) => {
-                    crate::log_error!(R, "ggml_gallocr_reserve_n", "{}", e);
-                    false
-                }
-            },
-        }
-    }
-    fn alloc_graph(&mut self, g: &mut CGraph<R>) -> bool {
-        match self {
-            Allocator::Host(h) => h.alloc_graph(g),
-            Allocator::Ours(a) => match a.alloc_graph(g) {
-                Ok(fits) => fits,
-                Err(e) => {
-                    crate::log_error!(R, "ggml_gallocr_alloc_graph", "{}", e);
-                    false
-                }
-            },
-        }
-    }
-    fn is_host(&self) -> bool {
-        matches!(self, Allocator::Host(_))
-    }
-    fn buffer_size(&self, id: usize) -> usize {
-        match self {
-            Allocator::Host(h) => h.buffer_size(id),
-            Allocator::Ours(a) => a.buffer_size(id),
-        }
-    }
 }
 
 /// `ggml_hash_size`: the scheduler accepts graphs of up to this many nodes + leafs, as stock.
@@ -154,67 +67,44 @@ fn hash_capacity<R: Rev>(graph_size: usize) -> usize {
 
 pub struct Sched<R: Rev> {
     /// follows the backends and the graphs' tensors (the promise made at `sched_new`)
-    pub(crate) live: Live,
-    pub(crate) backends: Vec<*mut Backend<R>>,
-    pub(crate) bufts: Vec<*mut BufferType<R>>,
-    galloc: Allocator<R>,
-    pub(crate) n_copies: usize,
-    pub(crate) cur_copy: usize,
-    /// The pipeline copy the current splits' nodes read their inputs from (`cur_copy` when the
-    /// graph was split). Stock copies a recomputed graph's inputs into `cur_copy`, which has
-    /// moved on, so the nodes read the previous run's copies; ours copies into the one they read.
-    pub(crate) split_copy: usize,
+    live: Live,
+    /// the backends, their buffer types and events
+    members: Members<R>,
+    copies: Copies,
     /// (node, j, original source) for every `src[j]` pass 5 pointed at an input copy
     redirects: Vec<(*mut Tensor<R>, usize, *mut Tensor<R>)>,
     /// b11118: tensors backends asked (in `graph_optimize`) to keep allocated until a later node
     alloc_deps: AllocDeps<R>,
-    pub(crate) op_offload: bool,
+    op_offload: bool,
     /// The index of the SIMD backend standing beside ggml-cpu (`GGML_RS_SIMD=1`: an ACCEL device
     /// ahead of the last, CPU backend), if this scheduler has one. The assignment passes treat
     /// the two as one CPU group, so that SIMD changes which of them computes a node and nothing
     /// else (assign.rs).
-    pub(crate) simd_beside_cpu: Option<i32>,
-    pub(crate) debug: i32,
-    /// [backend][copy]; NULL where the device has no events
-    pub(crate) events: Vec<[*mut Event<R>; MAX_COPIES]>,
-    pub(crate) graph_size: usize,
+    simd_beside_cpu: Option<i32>,
+    debug: i32,
+    graph_size: usize,
     capacity: usize,
 
-    pub(crate) ids: TensorMap<R>,
+    ids: TensorMap<R>,
     /// tensors the last pass assigned without asking the backend (see `split_at_backend_change`)
-    pub(crate) unchecked: crate::ptr_map::PtrMap<bool>,
-    pub(crate) arena: Arena<R>,
-    pub(crate) splits: Vec<Split<R>>,
-    pub(crate) graph_inputs: Vec<*mut Tensor<R>>,
+    unchecked: crate::ptr_map::PtrMap<bool>,
+    arena: Arena<R>,
+    splits: Vec<Split<R>>,
+    graph_inputs: Vec<*mut Tensor<R>>,
 
-    /// the graph handed to the allocator: the user's nodes plus the split inputs' copies
-    pub(crate) nodes: Vec<*mut Tensor<R>>,
-    pub(crate) leafs: Vec<*mut Tensor<R>>,
-    pub(crate) node_backend_ids: Vec<i32>,
-    pub(crate) leaf_backend_ids: Vec<i32>,
-    prev_node_backend_ids: Vec<i32>,
-    prev_leaf_backend_ids: Vec<i32>,
-    pub(crate) alloc_graph: CGraph<R>,
-    /// Which nodes/leafs of the allocator's graph had their own data at the last reserve.
-    /// ggml-alloc plans only the others; if that set changes it must plan again (stock does
-    /// not check, and ggml-alloc then asserts or reads out of bounds).
-    reserved_prealloc: Vec<u32>,
+    /// the graph handed to the allocator and the allocator
+    plan: AllocGraph<R>,
     /// the graph the current splits were made from (its address, node array and node count):
     /// computing another graph without allocating it first must not run stale splits
     split_of: (usize, usize, i32),
 
-    pub(crate) callback: SchedEvalCallback<R>,
-    pub(crate) callback_data: *mut c_void,
+    callback: SchedEvalCallback<R>,
+    callback_data: *mut c_void,
 
-    pub(crate) is_reset: bool,
+    is_reset: bool,
     is_alloc: bool,
-    /// the caller's bytes of the graph inputs the allocator left at risk, saved before a compute
-    input_stash: Vec<u8>,
-    /// what the last compute left in those inputs (compared before the next one)
-    input_after: Vec<u8>,
-    input_scratch: Vec<u8>,
-    /// `input_stash` belongs to the current allocation
-    stash_valid: bool,
+    /// the caller's bytes of the graph inputs the allocator left at risk
+    inputs: InputGuard,
 }
 
 /// Where the SIMD backend stands among `backends` when it is not the last one (the last is the
@@ -249,58 +139,22 @@ impl<R: Rev> Sched<R> {
         parallel: bool,
         op_offload: bool,
     ) -> Result<Box<Self>> {
-        let n = backends.len();
-        ensure!(n > 0, "at least one backend is needed");
-        ensure!(n <= MAX_BACKENDS, "{} backends, at most {} are supported", n, MAX_BACKENDS);
-        for (i, &b) in backends.iter().enumerate() {
-            ensure!(!b.is_null(), "backend {} is NULL", i);
-        }
-        // stock aborts unless the last backend is a CPU device: the fallback for every op
-        let last = live.obj(backends[n - 1]).and_then(|b| live.obj(b.device));
-        let last_type = match last {
-            Some(d) => d.type_()?,
-            None => bail!("the last backend has no device"),
-        };
-        ensure!(last_type == DEV_TYPE_CPU, "the last backend must be a CPU device (got device type {})", last_type);
-
-        let mut bts = Vec::with_capacity(n);
-        for (i, &b) in backends.iter().enumerate() {
-            let be = live.obj(b).unwrap();
-            let buft = match bufts {
-                Some(list) => list[i],
-                None => crate::abi::vtable::c_handle(crate::backend::default_buffer_type(be)?),
-            };
-            ensure!(!buft.is_null(), "buffer type {} is NULL", i);
-            ensure!(crate::backend::supports_buft(be, buft)?, "backend {} does not support buffer type {}", i, crate::abi::vtable::cstr(live.obj(buft).map(|t| t.name()).transpose()?.unwrap_or(std::ptr::null())));
-            bts.push(buft);
-        }
-
-        let n_copies = if parallel { MAX_COPIES } else { 1 };
-        let mut events = vec![[std::ptr::null_mut(); MAX_COPIES]; n];
-        if n_copies > 1 {
-            for (b, ev) in events.iter_mut().enumerate() {
-                let dev = live.obj(backends[b]).and_then(|be| live.obj(be.device));
-                for e in ev.iter_mut().take(n_copies) {
-                    *e = crate::event::event_new(dev);
-                }
-            }
-        }
-        let galloc = Allocator::new(live, &mut bts)?;
+        let copies = Copies::new(parallel);
+        let n_copies = copies.n();
+        let mut members = Members::new(live, backends, bufts, n_copies)?;
+        let n = members.len();
+        let plan = AllocGraph::new(live, members.bufts_mut())?;
         let capacity = hash_capacity::<R>(graph_size);
         let mut s = Box::new(Sched {
             live,
-            backends: backends.to_vec(),
-            bufts: bts,
-            galloc,
-            n_copies,
-            cur_copy: 0,
-            split_copy: 0,
+            members,
+            copies,
+            plan,
             redirects: Vec::new(),
             alloc_deps: AllocDeps::default(),
             op_offload,
             simd_beside_cpu: simd_beside_cpu(live, backends),
             debug: debug_level::<R>(),
-            events,
             graph_size,
             capacity,
             ids: TensorMap::new(n, n_copies, capacity),
@@ -308,30 +162,51 @@ impl<R: Rev> Sched<R> {
             arena: Arena::new(),
             splits: Vec::new(),
             graph_inputs: Vec::new(),
-            nodes: Vec::new(),
-            leafs: Vec::new(),
-            node_backend_ids: Vec::new(),
-            leaf_backend_ids: Vec::new(),
-            prev_node_backend_ids: Vec::new(),
-            prev_leaf_backend_ids: Vec::new(),
-            alloc_graph: CGraph::zeroed(),
-            reserved_prealloc: Vec::new(),
             split_of: (0, 0, 0),
             callback: None,
             callback_data: std::ptr::null_mut(),
             is_reset: false,
             is_alloc: false,
-            input_stash: Vec::new(),
-            input_after: Vec::new(),
-            input_scratch: Vec::new(),
-            stash_valid: false,
+            inputs: InputGuard::new(),
         });
         s.reset();
         Ok(s)
     }
 
+    pub fn n_backends(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Backend `i` (`sched_get_backend`), if there is one.
+    pub fn backend(&self, i: i32) -> Result<*mut Backend<R>> {
+        ensure!(i >= 0 && (i as usize) < self.members.len(), "backend index {} out of range ({} backends)", i, self.members.len());
+        Ok(self.members.backend(i as usize))
+    }
+
+    pub fn n_splits(&self) -> usize {
+        self.splits.len()
+    }
+
+    pub fn n_copies(&self) -> usize {
+        self.copies.n()
+    }
+
+    /// The buffer type `backend`'s compute buffer comes from.
+    pub fn buffer_type(&self, backend: *mut Backend<R>) -> Result<*mut BufferType<R>> {
+        match self.backend_index(backend) {
+            Some(i) => Ok(self.members.buft(i)),
+            None => bail!("backend is not part of this scheduler"),
+        }
+    }
+
+    /// `sched_set_eval_callback`: called around every node from the next compute on.
+    pub fn set_eval_callback(&mut self, callback: SchedEvalCallback<R>, data: *mut c_void) {
+        self.callback = callback;
+        self.callback_data = data;
+    }
+
     pub fn backend_index(&self, backend: *mut Backend<R>) -> Option<usize> {
-        self.backends.iter().position(|&b| b == backend)
+        self.members.index_of(backend)
     }
 
     pub fn reset(&mut self) {
@@ -355,43 +230,19 @@ impl<R: Rev> Sched<R> {
         Ok(())
     }
 
-    /// Per node (and its sources) and leaf of the allocator's graph: which carry data of their
-    /// own. ggml-alloc's plan is positional, so a change anywhere here needs a new plan.
-    fn prealloc_signature(&self) -> Vec<u32> {
-        let own = |t: &Tensor<R>| !t.data.is_null() || !t.view_src.is_null();
-        let node_sig = |&p: &*mut Tensor<R>| {
-            let Some(t) = self.live.obj(p) else { return 0 };
-            let mut sig = own(t) as u32;
-            for (j, &sp) in t.src.iter().enumerate() {
-                if let Some(st) = self.live.obj(sp) {
-                    sig |= 1 << (1 + j) | (own(st) as u32) << (1 + MAX_SRC + j);
-                }
-            }
-            sig
-        };
-        self.nodes.iter().map(node_sig).chain(self.leafs.iter().map(|&p| self.live.obj(p).is_some_and(own) as u32)).collect()
-    }
-
-    fn galloc_reserve(&mut self) -> bool {
-        if self.galloc.is_host() {
-            self.reserved_prealloc = self.prealloc_signature();
-        }
-        self.galloc.reserve(&mut self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids)
-    }
-
     pub fn reserve(&mut self, g: &mut CGraph<R>) -> Result<()> {
         // 2026: the backends are idle before the split (and their graph_optimize), as stock
         if R::SCHED_RESERVE_SYNCS_FIRST {
             self.synchronize();
         }
         self.is_alloc = false;
-        self.stash_valid = false;
+        self.inputs.forget();
         self.check_size(g)?;
         self.split_graph(g)?;
         if !R::SCHED_RESERVE_SYNCS_FIRST {
             self.synchronize();
         }
-        let reserved = self.galloc_reserve();
+        let reserved = self.plan.reserve(self.live);
         // a reserved graph is only measured, never computed: it stays the caller's
         self.undo_redirects();
         self.reset();
@@ -405,10 +256,7 @@ impl<R: Rev> Sched<R> {
         self.synchronize();
         self.check_size(g)?;
         self.split_graph(g)?;
-        let sizes = match &mut self.galloc {
-            Allocator::Ours(a) => a.measure(&self.alloc_graph, &self.node_backend_ids, &self.leaf_backend_ids),
-            Allocator::Host(_) => Err(crate::error::Error("sched_reserve_size needs the library's allocator (GGML_RS_ALLOC=host is set)".into())),
-        };
+        let sizes = self.plan.measure();
         self.undo_redirects();
         sizes
     }
@@ -427,39 +275,15 @@ impl<R: Rev> Sched<R> {
         // a failed allocation must not leave the previous graph's splits marked computable
         self.is_alloc = false;
         // the inputs now hold whatever the caller writes next: nothing saved applies
-        self.stash_valid = false;
+        self.inputs.forget();
         self.check_size(g)?;
         self.split_graph(g)?;
-        if let Err(e) = self.alloc_splits() {
+        if let Err(e) = self.plan.alloc(self.live, &self.members) {
             self.undo_redirects();
             return Err(e);
         }
         self.is_alloc = true;
         self.split_of = (g as *const CGraph<R> as usize, g.nodes as usize, g.n_nodes);
-        Ok(())
-    }
-
-    fn alloc_splits(&mut self) -> Result<()> {
-        let changed = |ids: &[i32], prev: &[i32]| {
-            ids.iter().zip(prev.iter().chain(std::iter::repeat(&0))).any(|(&a, &b)| {
-                a != b && (a < 0 || b < 0 || self.bufts[a as usize] != self.bufts[b as usize])
-            })
-        };
-        let backend_ids_changed = changed(&self.node_backend_ids, &self.prev_node_backend_ids)
-            || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids)
-            // ours checks each tensor against its plan itself
-            || (self.galloc.is_host() && self.prealloc_signature() != self.reserved_prealloc);
-        if backend_ids_changed || !self.galloc.alloc_graph(&mut self.alloc_graph) {
-            // a re-allocation may move split inputs: let the backends finish with them first
-            // (without sched_synchronize, which could rewind cur_copy)
-            for &b in &self.backends {
-                if let Some(be) = self.live.obj(b) {
-                    be.synchronize();
-                }
-            }
-            ensure!(self.galloc_reserve(), "failed to reserve the compute buffers");
-            ensure!(self.galloc.alloc_graph(&mut self.alloc_graph), "failed to allocate the graph");
-        }
         Ok(())
     }
 
@@ -493,113 +317,31 @@ impl<R: Rev> Sched<R> {
                 return Ok(STATUS_ALLOC_FAILED);
             }
         }
-        self.save_inputs()?;
+        let live = self.live;
+        self.inputs.save(live, self.plan.inputs_at_risk())?;
         let st = self.compute_splits();
         // written back however the compute ended: a cancelled one is the case that needs it
-        let restored = self.restore_inputs();
+        let restored = self.inputs.restore(live, self.plan.inputs_at_risk(), |b| {
+            if let Some(be) = self.members.get(b) {
+                be.synchronize();
+            }
+        });
         let st = st?;
         restored?;
         Ok(st)
     }
 
-    /// The graph inputs whose memory later nodes reuse (the allocator keeps every input it can
-    /// without growing a buffer past stock's; see `alloc::GraphAlloc::at_risk`).
-    fn inputs_at_risk(&self) -> &[crate::alloc::AtRisk<R>] {
-        match &self.galloc {
-            Allocator::Ours(a) => a.at_risk(),
-            Allocator::Host(_) => &[],
-        }
-    }
-
-    /// Before a compute: makes each at-risk input hold the caller's data and saves that data.
-    /// An input written back after the last compute (eager) holds the caller's data already (or
-    /// newer data the caller wrote since). A lazy one still holds what the last compute left
-    /// there: if its bytes are exactly that, the caller wrote nothing new and its saved data goes
-    /// back; any other bytes are new data from the caller, saved instead. The stash is
-    /// per allocation: after `alloc_graph` the inputs hold whatever the caller wrote.
-    fn save_inputs(&mut self) -> Result<()> {
-        let mut before = std::mem::take(&mut self.input_stash);
-        let mut now = std::mem::take(&mut self.input_scratch);
-        let fresh = !self.stash_valid;
-        if fresh {
-            before.clear();
-        }
-        let mut at = 0;
-        let risky = self.inputs_at_risk();
-        for r in risky {
-            let Some(t) = self.live.obj(r.tensor) else { continue };
-            let n = crate::tensor::nbytes(t)?;
-            if fresh {
-                before.resize(at + n, 0);
-            }
-            ensure!(at + n <= before.len(), "graph input '{}' changed size since it was saved", t.name());
-            if fresh || r.eager {
-                crate::buffer::tensor_get(t, before[at..].as_mut_ptr() as *mut c_void, 0, n)?;
-            } else {
-                now.clear();
-                now.resize(n, 0);
-                crate::buffer::tensor_get(t, now.as_mut_ptr() as *mut c_void, 0, n)?;
-                if self.input_after.get(at..at + n) == Some(&now[..]) {
-                    crate::buffer::tensor_set(t, before[at..].as_ptr() as *const c_void, 0, n)?;
-                } else {
-                    before[at..at + n].copy_from_slice(&now);
-                }
-            }
-            at += n;
-        }
-        self.input_stash = before;
-        self.input_scratch = now;
-        self.stash_valid = true;
-        Ok(())
-    }
-
-    /// After a compute (finished, failed or cancelled), once the backends holding them are done:
-    /// writes the eager inputs back, so that reading them and computing again see what the caller
-    /// wrote, and records what the compute left in the lazy ones (whose bytes an output now
-    /// holds) for `save_inputs` to tell untouched from rewritten.
-    fn restore_inputs(&mut self) -> Result<()> {
-        let mut after = std::mem::take(&mut self.input_after);
-        after.resize(self.input_stash.len(), 0);
-        let mut at = 0;
-        let mut r = Ok(());
-        for ar in self.inputs_at_risk() {
-            let Some(t) = self.live.obj(ar.tensor) else { continue };
-            if let Some(be) = self.backends.get(ar.buffer_id).and_then(|&b| self.live.obj(b)) {
-                be.synchronize();
-            }
-            let Ok(n) = crate::tensor::nbytes(t) else { continue };
-            if at + n > self.input_stash.len() {
-                break;
-            }
-            let done = if ar.eager {
-                crate::buffer::tensor_set(t, self.input_stash[at..].as_ptr() as *const c_void, 0, n)
-            } else {
-                crate::buffer::tensor_get(t, after[at..].as_mut_ptr() as *mut c_void, 0, n)
-            };
-            if done.is_err() {
-                r = done;
-            }
-            at += n;
-        }
-        self.input_after = after;
-        r
-    }
-
     pub fn synchronize(&mut self) {
-        for &b in &self.backends {
-            if let Some(be) = self.live.obj(b) {
-                be.synchronize();
-            }
-        }
+        self.members.synchronize_all();
         if R::SCHED_SYNC_RESETS_COPY && !self.is_alloc {
             // the same copy during generation keeps the graphs of graph-capturing backends valid
-            self.cur_copy = 0;
+            self.copies.rewind();
         }
     }
 
     pub fn buffer_size(&self, backend: *mut Backend<R>) -> Result<usize> {
         match self.backend_index(backend) {
-            Some(i) => Ok(self.galloc.buffer_size(i)),
+            Some(i) => Ok(self.plan.buffer_size(i)),
             None => bail!("backend is not part of this scheduler"),
         }
     }
@@ -635,7 +377,8 @@ impl<R: Rev> Sched<R> {
     pub fn reported_backend(&self, node: *const Tensor<R>) -> *mut Backend<R> {
         let b = self.tensor_backend(node);
         #[cfg(feature = "simd")]
-        if let Some(&last) = self.backends.last() {
+        {
+            let last = self.members.last();
             if b != last && self.live.obj(b).is_some_and(crate::simd::device::is_simd) {
                 return last;
             }
@@ -646,29 +389,19 @@ impl<R: Rev> Sched<R> {
     pub fn tensor_backend(&self, node: *const Tensor<R>) -> *mut Backend<R> {
         match self.ids.backend(node) {
             -1 => std::ptr::null_mut(),
-            i => self.backends[i as usize],
+            i => self.members.backend(i as usize),
         }
     }
 
     pub(crate) fn supports_op(&self, b: usize, t: *const Tensor<R>) -> bool {
-        self.live.obj(self.backends[b]).and_then(|be| self.live.obj(t).map(|t| crate::backend::supports_op(be, t).unwrap_or(false))).unwrap_or(false)
+        self.members.supports_op(b, t)
     }
 
     pub(crate) fn supports_buft(&self, b: usize, buft: *mut BufferType<R>) -> bool {
-        self.live.obj(self.backends[b]).map(|be| crate::backend::supports_buft(be, buft).unwrap_or(false)).unwrap_or(false)
+        self.members.supports_buft(b, buft)
     }
 
     pub(crate) fn offload_op(&self, b: usize, t: *const Tensor<R>) -> bool {
-        self.live.obj(self.backends[b]).and_then(|be| self.live.obj(t).map(|t| crate::backend::offload_op(be, t).unwrap_or(false))).unwrap_or(false)
-    }
-}
-
-impl<R: Rev> Drop for Sched<R> {
-    fn drop(&mut self) {
-        for ev in &self.events {
-            for &e in ev {
-                let _ = crate::event::event_free(e);
-            }
-        }
+        self.members.offload_op(b, t)
     }
 }

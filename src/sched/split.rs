@@ -3,7 +3,6 @@
 //! split's input copies first, so they are allocated at the split's start).
 
 use super::{Sched, Split};
-use crate::abi::vtable::cstr;
 use crate::abi::*;
 use crate::error::Result;
 use crate::tensor::is_view_op;
@@ -18,7 +17,7 @@ fn next_graph_uid() -> u64 {
 
 impl<R: Rev> Sched<R> {
     fn backend_name(&self, b: usize) -> String {
-        self.live.obj(self.backends[b]).and_then(|be| be.name().ok()).map(cstr).unwrap_or_default()
+        self.members.name(b)
     }
 
     /// Runs passes 1-5 on `g` and builds the allocator's graph. A failed split leaves no
@@ -58,7 +57,7 @@ impl<R: Rev> Sched<R> {
             }
         }
         self.splits.clear();
-        self.split_copy = self.cur_copy;
+        self.copies.pin_split();
         self.graph_inputs.clear();
         self.is_reset = false;
         // the previous graph's copies and views die here: nothing may still point at them
@@ -70,7 +69,7 @@ impl<R: Rev> Sched<R> {
         }
         self.arena.clear();
 
-        if self.backends.len() == 1 {
+        if self.members.len() == 1 {
             self.assign_single_backend(g)?;
         } else {
             self.assign_from_buffers(g)?;
@@ -86,15 +85,15 @@ impl<R: Rev> Sched<R> {
     fn make_copies(&mut self, src: *mut Tensor<R>, b: usize, reuse_original: bool) {
         let live = self.live;
         let bname = self.backend_name(b);
-        for c in 0..self.n_copies {
-            let copy = if reuse_original && c == self.cur_copy {
+        for c in 0..self.copies.n() {
+            let copy = if reuse_original && c == self.copies.cur() {
                 src
             } else {
                 // (borrowed anew each time: the copy written below may be `src` itself)
                 let s = live.obj(src).unwrap();
                 self.arena.dup_layout(s, &format!("{}#{}#{}", bname, s.name(), c))
             };
-            if self.n_copies > 1 {
+            if self.copies.n() > 1 {
                 // inputs and outputs: the allocator must neither share nor reuse their memory
                 self.live.obj_mut(copy).unwrap().flags |= TENSOR_FLAG_INPUT | TENSOR_FLAG_OUTPUT;
             }
@@ -169,7 +168,7 @@ impl<R: Rev> Sched<R> {
 
                 if !R::SCHED_COPIES_EVERY_INPUT_LEAF
                     && s.flags & TENSOR_FLAG_INPUT != 0
-                    && self.n_copies > 1
+                    && self.copies.n() > 1
                     && self.ids.copy(src, sb as usize, 0).is_null()
                 {
                     self.make_copies(src, sb as usize, true);
@@ -182,7 +181,7 @@ impl<R: Rev> Sched<R> {
                         split.inputs.push(src);
                     }
                     self.redirects.push((node, j, src));
-                    let copy = self.ids.copy(src, cur as usize, self.cur_copy);
+                    let copy = self.ids.copy(src, cur as usize, self.copies.cur());
                     self.live.obj_mut(node).unwrap().src[j] = copy;
                 }
             }
@@ -195,7 +194,7 @@ impl<R: Rev> Sched<R> {
         if self.debug > 0 {
             self.print_assignments(g);
         }
-        if R::SCHED_COPIES_EVERY_INPUT_LEAF && self.n_copies > 1 {
+        if R::SCHED_COPIES_EVERY_INPUT_LEAF && self.copies.n() > 1 {
             self.copy_every_input_leaf(g)?;
         }
         // 2026: the backend may reorder the split's nodes (in the caller's node array, as stock)
@@ -204,7 +203,7 @@ impl<R: Rev> Sched<R> {
         self.alloc_deps.clear();
         for sp in &mut self.splits {
             sp.graph = crate::graph::graph_view(g, sp.i_start, sp.i_end);
-            if let Some(be) = self.live.obj(self.backends[sp.backend_id]) {
+            if let Some(be) = self.members.get(sp.backend_id) {
                 be.graph_optimize(&mut sp.graph, &mut self.alloc_deps);
             }
             R::set_graph_uid(&mut sp.graph, next_graph_uid());
@@ -244,12 +243,7 @@ impl<R: Rev> Sched<R> {
     /// the tensors a backend asked for alive until it has run; with pipeline copies, all input
     /// copies as leafs first; then the original leafs.
     fn build_alloc_graph(&mut self, g: &CGraph<R>) -> Result<()> {
-        std::mem::swap(&mut self.node_backend_ids, &mut self.prev_node_backend_ids);
-        std::mem::swap(&mut self.leaf_backend_ids, &mut self.prev_leaf_backend_ids);
-        self.nodes.clear();
-        self.leafs.clear();
-        self.node_backend_ids.clear();
-        self.leaf_backend_ids.clear();
+        self.plan.begin();
 
         let all_nodes = g.nodes();
         let mut dep_nodes = 0;
@@ -257,17 +251,14 @@ impl<R: Rev> Sched<R> {
             let (backend_id, i_start, i_end) = (self.splits[si].backend_id, self.splits[si].i_start, self.splits[si].i_end);
             for k in 0..self.splits[si].inputs.len() {
                 let input = self.splits[si].inputs[k];
-                let input_cpy = self.ids.copy(input, backend_id, self.cur_copy);
+                let input_cpy = self.ids.copy(input, backend_id, self.copies.cur());
                 let dep = self.arena.view_of(&self.live, input);
                 self.live.obj_mut(dep).unwrap().src[0] = input;
-                self.nodes.push(dep);
-                self.node_backend_ids.push(self.ids.backend(input));
-                self.nodes.push(input_cpy);
-                self.node_backend_ids.push(backend_id as i32);
+                self.plan.push_node(dep, self.ids.backend(input));
+                self.plan.push_node(input_cpy, backend_id as i32);
             }
             for &node in &all_nodes[i_start..i_end] {
-                self.nodes.push(node);
-                self.node_backend_ids.push(self.ids.backend(node));
+                self.plan.push_node(node, self.ids.backend(node));
                 let Some(keep) = self.alloc_deps.of(node) else { continue };
                 // stock: a view of the first kept tensor with up to GGML_MAX_SRC kept tensors as srcs
                 for chunk in keep.chunks(MAX_SRC) {
@@ -276,8 +267,7 @@ impl<R: Rev> Sched<R> {
                     for (s, &t) in chunk.iter().enumerate() {
                         d.src[s] = t;
                     }
-                    self.nodes.push(dep);
-                    self.node_backend_ids.push(backend_id as i32);
+                    self.plan.push_node(dep, backend_id as i32);
                     dep_nodes += 1;
                 }
             }
@@ -287,36 +277,27 @@ impl<R: Rev> Sched<R> {
             dep_nodes == self.alloc_deps.n_nodes(),
             "a backend's graph_optimize kept tensors alive until a tensor that is not a node of its split"
         );
-        if self.n_copies > 1 {
+        if self.copies.n() > 1 {
             for k in 0..self.graph_inputs.len() {
                 let input = self.graph_inputs[k];
                 let b = self.ids.backend(input);
-                for c in 0..self.n_copies {
-                    self.leafs.push(self.ids.copy(input, b as usize, c));
-                    self.leaf_backend_ids.push(b);
+                for c in 0..self.copies.n() {
+                    self.plan.push_leaf(self.ids.copy(input, b as usize, c), b);
                 }
             }
             for sp in &self.splits {
                 for &input in &sp.inputs {
-                    for c in 0..self.n_copies {
-                        self.leafs.push(self.ids.copy(input, sp.backend_id, c));
-                        self.leaf_backend_ids.push(sp.backend_id as i32);
+                    for c in 0..self.copies.n() {
+                        self.plan.push_leaf(self.ids.copy(input, sp.backend_id, c), sp.backend_id as i32);
                     }
                 }
             }
         }
         for &leaf in g.leafs() {
-            self.leafs.push(leaf);
-            self.leaf_backend_ids.push(self.ids.backend(leaf));
+            self.plan.push_leaf(leaf, self.ids.backend(leaf));
         }
 
-        let mut ag = CGraph::zeroed();
-        ag.size = self.nodes.len().max(self.leafs.len()) as i32;
-        ag.n_nodes = self.nodes.len() as i32;
-        ag.n_leafs = self.leafs.len() as i32;
-        ag.nodes = self.nodes.as_mut_ptr();
-        ag.leafs = self.leafs.as_mut_ptr();
-        self.alloc_graph = ag;
+        self.plan.finish();
         Ok(())
     }
 }
