@@ -114,7 +114,7 @@ endif()
 # host, so the two computes share this 2-core machine without oversubscribing it (4 threads on 2
 # cores is scripts/bench-threads.sh's subject); whisper.cpp's output depends on its thread count,
 # hence a stock reference of its own at one thread.
-#   host_assistant_stock_1t          the stock pair one after the other at -t 1, twice, identical
+#   host_assistant_stock_1t          the stock pair one after the other at -t 1 (the reference)
 #   host_assistant_concurrent        assistant_static / _shared: the sequential run bitwise equal to
 #                                    that reference, then 3 rounds of both hosts at once, each equal
 #                                    to the sequential run (the last round's files compared again)

@@ -2,8 +2,9 @@
 # Real-model identity tests (registered by tests_c/hosts/CMakeLists.txt).
 #
 #   run-identical.sh <llama|whisper> <outdir> reference <stock-driver> -- <driver args>
-#       Runs the stock driver twice, requires both outputs to be identical
-#       (determinism) and keeps the first as <outdir>/<host>_stock.bin.
+#       Runs the stock driver once and keeps its output as <outdir>/<host>_stock.bin
+#       (GGML_RS_STOCK_TWICE=1: twice, and requires both outputs to be identical);
+#       a failed comparison runs stock again to tell whether stock is deterministic.
 #   run-identical.sh <llama|whisper> <outdir> compare <driver>... -- <driver args>
 #       Runs every driver (llama_driver_static, ..._shared, ...) and compares
 #       its output bitwise (cmp) with <outdir>/<host>_stock.bin; on a
@@ -59,14 +60,21 @@ case "$what" in
     exe="${exes[0]}"
     ref="$out/${host}_stock.bin"
     run "$exe" "$out/${host}_stock.1.bin" || exit 1
-    run "$exe" "$out/${host}_stock.2.bin" || exit 1
-    if ! cmp "$out/${host}_stock.1.bin" "$out/${host}_stock.2.bin"; then
-      echo "FAIL: stock $host driver is not deterministic (two runs differ)" >&2
-      describe "$out/${host}_stock.1.bin" "$out/${host}_stock.2.bin"
-      exit 1
+    # Stock's determinism is what makes a difference ours: checked by a second stock run when a
+    # comparison fails (compare, below), or here with GGML_RS_STOCK_TWICE=1 (one run less per
+    # case in the test command)
+    echo "$exe" >"$out/${host}_stock.exe"
+    if [[ "${GGML_RS_STOCK_TWICE:-0}" == 1 ]]; then
+      run "$exe" "$out/${host}_stock.2.bin" || exit 1
+      if ! cmp "$out/${host}_stock.1.bin" "$out/${host}_stock.2.bin"; then
+        echo "FAIL: stock $host driver is not deterministic (two runs differ)" >&2
+        describe "$out/${host}_stock.1.bin" "$out/${host}_stock.2.bin"
+        exit 1
+      fi
+      echo "OK: stock $host driver deterministic"
     fi
     cp "$out/${host}_stock.1.bin" "$ref"
-    echo "OK: stock $host driver deterministic ($(stat -c %s "$ref") bytes of output)"
+    echo "OK: stock $host reference ($(stat -c %s "$ref") bytes of output)"
     ;;
   compare)
     ref="$out/${host}_stock.bin"
@@ -89,6 +97,16 @@ case "$what" in
         echo "FAIL: $host $mode output differs from stock" >&2
         describe "$ref" "$file"
         fails=$((fails + 1))
+        # is it ours? stock once more: a stock that differs from itself makes no difference ours
+        stock_exe="$(cat "$out/${host}_stock.exe" 2>/dev/null)"
+        if [[ -x "$stock_exe" ]] && run "$stock_exe" "$out/${host}_stock.again.bin" >/dev/null; then
+          if cmp -s "$ref" "$out/${host}_stock.again.bin"; then
+            echo "FAIL: ... and stock is deterministic (a second stock run equals the reference): the difference is ours" >&2
+          else
+            echo "FAIL: ... but stock is NOT deterministic (a second stock run differs from the reference)" >&2
+            describe "$ref" "$out/${host}_stock.again.bin"
+          fi
+        fi
       fi
       # compute buffers never larger than stock's (issue 35): the driver's report line
       # (compute_buffer_mib= / compute_buffer_mb=, the host's own log summed) of both runs
