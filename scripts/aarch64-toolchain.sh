@@ -25,7 +25,8 @@ aarch64_toolchain() {
 # host ggml cores compiled by clang for $HOST_FLAGS (scripts/aarch64-clang.cmake); <host tests>
 # (ON/OFF) adds the real hosts' drivers. Reads ROOT, JOBS and HOST_FLAGS from the caller, and
 # optionally AARCH64_FEATURES (cargo features, e.g. lm-2026,wsp-2026 for the 2026 hosts: the
-# library then goes to target/rev2026 as scripts/test-rev2026.sh's) and the array
+# library then builds in target/features, the feature builds' shared target dir,
+# scripts/lib/cargo-features.sh) and the array
 # AARCH64_CMAKE_ARGS (extra configure arguments, e.g. -DGGML_RS_REV2026=ON). AARCH64_PHONE=1
 # builds the phone build instead: the root crate phone/ (ggml-backend-rs-phone, profile phone)
 # with fat LTO into target/phone, its libraries copied to target/phone/$TARGET/phone-lib under the
@@ -35,7 +36,7 @@ aarch64_build() {
     local dir="$1" host_tests="$2" tdir="$ROOT/target" feat=() libdir
     shift 2
     if [[ -n "${AARCH64_FEATURES:-}" ]]; then
-        tdir="$ROOT/target/rev2026"
+        tdir="$ROOT/target/features"
         feat=(--features "$AARCH64_FEATURES")
     fi
     if [[ "${AARCH64_PHONE:-0}" = 1 ]]; then

@@ -83,7 +83,7 @@ if [[ "${GGML_RS_AARCH64_2024:-1}" != 0 ]]; then
 fi
 
 ## 2026: cui-llama.rn 1.12.2 / whisper.rn 0.7.4
-# build_2026 <build dir> <host flags> <targets...>: the 2026 library (target/rev2026) and the
+# build_2026 <build dir> <host flags> <targets...>: the 2026 library (target/features) and the
 # suites, no real hosts (their drivers are the 2026 stage's and count-gemma.sh's)
 build_2026() {
   local dir="$1"

@@ -30,7 +30,8 @@ bash scripts/fetch-hosts.sh cui lm12 wsp7 >/dev/null
 
 lib_dir="$ROOT/target/rev2026/release"
 if grep -q '^lm-2026 *=' Cargo.toml && grep -q '^wsp-2026 *=' Cargo.toml; then
-  CARGO_TARGET_DIR="$ROOT/target/rev2026" cargo build --release --features lm-2026,wsp-2026
+  source "$ROOT/scripts/lib/cargo-features.sh"
+  cargo_features_build lm-2026,wsp-2026 "$ROOT/target/rev2026"
 else
   echo "test-rev2026: Cargo.toml has no lm-2026 / wsp-2026 features yet: stock hosts only" >&2
 fi

@@ -54,8 +54,8 @@ fi
 # stock programs): cargo's serial phases leave a core free otherwise.
 cargo_log="$ROOT/target/b11118-build.log"
 mkdir -p "$ROOT/target"
-env CARGO_TARGET_DIR="$ROOT/target/b11118" cargo build --release --features ggml-b11118 -j "$JOBS" -q \
-  >"$cargo_log" 2>&1 &
+source "$ROOT/scripts/lib/cargo-features.sh"
+cargo_features_build ggml-b11118 "$ROOT/target/b11118" -j "$JOBS" -q >"$cargo_log" 2>&1 &
 cargo_pid=$!
 t_cargo=$SECONDS
 step "cmake configure" cmake -S tests_c/rn013 -B "$BUILD" -G Ninja \

@@ -114,8 +114,9 @@ SRC_STOCK="${trees[0]}"
 SRC_RS="${trees[1]}"
 FEATURE="${trees[2]}"
 [[ -f "$MODEL" ]] || bash scripts/fetch-models.sh >/dev/null
+source "$ROOT/scripts/lib/cargo-features.sh"
 step "cargo build --features $FEATURE" \
-  env CARGO_TARGET_DIR="$ROOT/target/$FEATURE" cargo build --release --features "$FEATURE" -j "$JOBS" -q
+  cargo_features_build "$FEATURE" "$ROOT/target/$FEATURE" -j "$JOBS" -q
 LIB_A="$ROOT/target/$FEATURE/release/libggml_backend_rs.a"
 LIB_SO="$ROOT/target/$FEATURE/release/libggml_backend_rs.so"
 
