@@ -14,6 +14,9 @@
 //! lane: its `d_w * d_a` products, its FMAs per pair of sub-blocks (gemm) or per super-block
 //! (gemv), and the final subtraction.
 
+// The integer core indexes its accumulators, activation rows and pairs with the same numbers.
+#![allow(clippy::needless_range_loop)]
+
 use super::{ActBlock, Q4KX8_BYTES, TILE};
 use crate::cpu_features::{simd_level, SimdLevel};
 use crate::quant::q8_k::QK_K;
