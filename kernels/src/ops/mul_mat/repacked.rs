@@ -22,7 +22,7 @@
 //! - gemv: the same once per super-block, over the eight sub-blocks' integers;
 //! - the output is `acc - acc_min`.
 //!
-//! The AVX2 kernel is in `repacked/avx2.rs`. [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
+//! The x86 kernel (AVX2, and `vpdpbusd` on the AVX-512 level) is in `repacked/avx2.rs`. [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
 //! (32-value blocks with one scale, Q8_0 activations) are in `repacked/b32.rs`.
 
 use crate::cpu_features::{simd_level, SimdLevel};
@@ -77,8 +77,19 @@ fn maxps(a: f32, b: f32) -> f32 {
 /// 32) with ggml's `max` operand order and reduction; `iscale = -127 / max` when a positive value
 /// reaches it (the lane flags ggml keeps), else `127 / max`; `d = 1 / iscale`; quants
 /// `round_half_even(x * iscale)` (one rounded product, `_mm256_round_ps`), saturated as
-/// `packs_epi32` / `packs_epi16` do.
+/// `packs_epi32` / `packs_epi16` do. On x86 ggml's own instructions (`avx2::quantize_row_4x8`);
+/// this scalar statement of the rule is what the tests hold them to.
 pub(crate) fn quantize_row_4x8(x: &[f32], out: &mut [ActBlock]) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::cpu_features::is_x86(simd_level()) {
+        // SAFETY: the AVX2 and AVX-512 levels have AVX2.
+        return unsafe { avx2::quantize_row_4x8(x, out) };
+    }
+    quantize_row_4x8_portable(x, out)
+}
+
+/// [`quantize_row_4x8`] in scalar steps.
+pub(crate) fn quantize_row_4x8_portable(x: &[f32], out: &mut [ActBlock]) {
     assert_eq!(x.len(), out.len() * QK_K, "quantize_row_4x8: length mismatch");
     for (xb, o) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
         let mut max_abs = [0f32; 8];

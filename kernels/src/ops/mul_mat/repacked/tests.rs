@@ -112,8 +112,10 @@ fn have_avx2() -> bool {
 }
 
 /// The kernel reads the repacked bytes as ggml's arithmetic on the plain rows gives, bit for bit,
-/// on both paths (gemm's and gemv's float steps), for tiles of 1 to 16 rows.
+/// on both paths (gemm's and gemv's float steps), for tiles of 1 to 16 rows, with both integer
+/// cores.
 #[test]
+#[cfg(target_arch = "x86_64")]
 fn kernel_matches_reference_bitwise() {
     if !have_avx2() {
         return;
@@ -133,12 +135,19 @@ fn kernel_matches_reference_bitwise() {
                 .collect();
             for gemm in [false, true] {
                 let rows: Vec<(&[ActBlock], bool)> = acts.iter().map(|a| (&a[..], gemm)).collect();
-                let mut out = [[0f32; 8]; TILE];
-                group(&packed, &rows, &mut out);
-                for r in 0..n {
-                    for c in 0..8 {
-                        let want = reference(&w[c * nb..(c + 1) * nb], &acts[r], gemm);
-                        assert_eq!(out[r][c].to_bits(), want.to_bits(), "nb {nb} n {n} gemm {gemm} row {r} col {c}");
+                // both integer cores: pmaddubsw's and (AVX-512 level) vpdpbusd's
+                for vnni in [false, true] {
+                    if vnni && crate::cpu_features::hardware_level() != SimdLevel::Avx512 {
+                        continue;
+                    }
+                    let mut out = [[0f32; 8]; TILE];
+                    // SAFETY: AVX2 checked above, VNNI with the AVX-512 level; `packed` holds nb groups.
+                    unsafe { avx2::group_at(vnni, &packed, &rows, &mut out) };
+                    for r in 0..n {
+                        for c in 0..8 {
+                            let want = reference(&w[c * nb..(c + 1) * nb], &acts[r], gemm);
+                            assert_eq!(out[r][c].to_bits(), want.to_bits(), "nb {nb} n {n} gemm {gemm} vnni {vnni} row {r} col {c}");
+                        }
                     }
                 }
             }
@@ -182,6 +191,52 @@ fn quantizer_4x8_matches_q8k_rule() {
     let mut a = vec![ActBlock::ZERO; 1];
     quantize_row_4x8(&x, &mut a);
     assert!(a[0].d < 0.0 && a[0].qs[200] == -127 && a[0].qs[3] == 127);
+}
+
+/// The x86 quantizer (ggml's instructions) gives the scalar rule's bits on every row, the edge
+/// cases included: ties of +m and -m in one lane or across lanes, all-zero blocks, values whose
+/// scaled product saturates the conversions (infinities, NaN: `vcvtps2dq`'s i32::MIN, then the
+/// saturating packs), subnormals, and halves that round to even.
+#[test]
+fn quantizer_4x8_x86_matches_scalar_rule() {
+    if !have_avx2() {
+        return;
+    }
+    let mut rng = Rng(0x7e57_04a8);
+    for case in 0..400 {
+        let scale = [1.0f32, 1e-3, 37.0, 1e-40, 3e38][case % 5];
+        let mut x: Vec<f32> = (0..3 * QK_K).map(|_| rng.f() * scale).collect();
+        match case % 8 {
+            1 => x[77] = 2.0 * scale.min(1e30),
+            2 => {
+                x[300] = -2.0;
+                x[301] = 2.0;
+            }
+            3 => x[..QK_K].iter_mut().for_each(|v| *v = 0.0),
+            4 => x[5] = f32::INFINITY,
+            5 => x[9 + (case % 3) * 256] = f32::NAN,
+            6 => {
+                // halves: x * iscale lands on k + 0.5
+                x[QK_K..2 * QK_K].iter_mut().enumerate().for_each(|(i, v)| *v = (i as f32 - 128.0) * 0.5);
+                x[QK_K] = -127.0;
+            }
+            7 => {
+                x[3] = -1.0;
+                x[11] = 1.0;
+                x[200] = -1.0;
+            }
+            _ => {}
+        }
+        let mut got = vec![ActBlock::ZERO; 3];
+        quantize_row_4x8(&x, &mut got);
+        let mut want = vec![ActBlock::ZERO; 3];
+        quantize_row_4x8_portable(&x, &mut want);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(g.qs, w.qs, "case {case}");
+            assert_eq!(g.d.to_bits(), w.d.to_bits(), "case {case}");
+            assert_eq!(g.sums, w.sums, "case {case}");
+        }
+    }
 }
 
 unsafe extern "C" fn rust_q8k(x: *const f32, y: *mut std::ffi::c_void, k: i64) {
@@ -274,4 +329,51 @@ fn declines_other_layouts_and_shapes() {
     let f16 = Raw { ty: crate::view::F16, nb: [2, 512, 1024, 1024], ..b };
     assert!(!supports(&Node { src: [Some(a), Some(f16), None, None, None], ..node }));
     assert!(crate::ops::mul_mat::streamed::Streamed::of(&node).is_none());
+}
+
+/// Timing of Gemma 3 270M's ffn_down shape (2048 -> 640, a 512-token prompt) on one thread, and
+/// of the 4x8 quantizer alone: `cargo test --release -p ggml-rs-kernels repacked_q4k_timing --
+/// --ignored --nocapture` (min of 9, CPU time).
+#[test]
+#[ignore]
+fn repacked_q4k_timing() {
+    if !have_avx2() {
+        return;
+    }
+    let (k, m, rows) = (2048usize, 640usize, 512usize);
+    let nb = k / QK_K;
+    let mut rng = Rng(0x5eed);
+    let w = random_q4k(&mut rng, m * nb);
+    let mut packed = repack_x8(&w, m, nb);
+    let mut x: Vec<f32> = (0..k * rows).map(|_| rng.f()).collect();
+    let mut out = vec![0f32; m * rows];
+    // SAFETY: rust_q8k quantizes as quantize_row_q8_K does.
+    let host = unsafe { HostQ8K::new(rust_q8k) };
+    let a = Raw { data: packed.as_mut_ptr(), ne: [k, m, 1, 1], nb: [144, 144 * nb, 144 * nb * m, 144 * nb * m], ty: type_id::Q4_K };
+    let b = Raw { data: x.as_mut_ptr() as *mut u8, ne: [k, rows, 1, 1], nb: [4, 4 * k, 4 * k * rows, 4 * k * rows], ty: F32 };
+    let d = Raw { data: out.as_mut_ptr() as *mut u8, ne: [m, rows, 1, 1], nb: [4, 4 * m, 4 * m * rows, 4 * m * rows], ty: F32 };
+    let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None, None, None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(Repack::Q4Kx8) };
+    let pool = Pool::new(1);
+    let mut best = f64::MAX;
+    let mut best_q = f64::MAX;
+    let mut acts = vec![ActBlock::ZERO; nb * rows];
+    // the process's CPU time, not the wall clock: a busy machine's waits are not counted
+    let cpu = || {
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: a valid timespec out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    };
+    for _ in 0..9 {
+        let t = cpu();
+        assert!(compute(&pool.session(), &node));
+        best = best.min(cpu() - t);
+        let t = cpu();
+        for (xr, o) in x.chunks_exact(k).zip(acts.chunks_exact_mut(nb)) {
+            quantize_row_4x8(xr, o);
+        }
+        best_q = best_q.min(cpu() - t);
+    }
+    let sum: f64 = out.iter().map(|&v| v as f64).sum();
+    println!("q4k 2048x640 x 512 rows, 1 thread: {:.2} ms (quantizer alone {:.2} ms), checksum {sum}", best * 1e3, best_q * 1e3);
 }
