@@ -22,7 +22,10 @@
 //! - gemv: the same once per super-block, over the eight sub-blocks' integers;
 //! - the output is `acc - acc_min`.
 //!
-//! The AVX2 kernel is in `repacked/avx2.rs`. [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
+//! The AVX2 kernel is in `repacked/avx2.rs`. An aarch64 ggml-cpu repacks Q4_K into the same
+//! struct (`q4_K_8x8` with i8mm, `q4_K_8x4` with dotprod), quantizes the groups of four by
+//! another rule and takes other float steps: [`Repack::Q4K8x8`] / [`Repack::Q4K8x4`] share this
+//! module's plumbing ([`compute_q4k`]) with their own quantizer and kernels (`repacked/arm/q4k.rs`). [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
 //! (32-value blocks with one scale, Q8_0 activations) are in `repacked/b32.rs`.
 
 use crate::cpu_features::{simd_level, SimdLevel};
