@@ -214,10 +214,11 @@ fn cpu_has<R: Rev>(name: &str) -> Option<i32> {
 /// multiple of 4) into on aarch64, when the SIMD backend reproduces it. From ggml-cpu's compiler
 /// flags, as `ggml_repack_get_optimal_repack_type` asks them: Q4_0 `q4_0_4x8` with NEON and i8mm,
 /// else `q4_0_4x4` with dotprod; IQ4_NL `iq4_nl_4x4` with dotprod; Q8_0 `q8_0_4x8` with i8mm,
-/// else `q8_0_4x4` with dotprod. Declined: SVE builds (Q4_0 takes `q4_0_8x8` first with i8mm on
-/// 256-bit vectors, Q8_0's 4x8 gemm an SVE path), builds without dotprod (every NEON gemv of
-/// these layouts falls back to the generic C, another float order), other types. `None` off
-/// aarch64 or when a getter is missing.
+/// else `q8_0_4x4` with dotprod; Q4_K (rows a multiple of 8) `q4_K_8x8` with i8mm, else
+/// `q4_K_8x4` with dotprod. Declined: SVE builds (Q4_0 takes `q4_0_8x8` first with i8mm on
+/// 256-bit vectors, Q8_0's 4x8 gemm and Q4_K's 8x8 gemm have SVE paths), builds without dotprod
+/// (every NEON gemv of these layouts falls back to the generic C, another float order), other
+/// types (Q5_K, Q6_K, MXFP4: not written). `None` off aarch64 or when a getter is missing.
 pub fn arm_repack_layout<R: Rev>(ty: i32) -> Option<ggml_rs_kernels::op::Repack> {
     use ggml_rs_kernels::op::Repack;
     use ggml_rs_kernels::quant::type_id;
@@ -235,6 +236,7 @@ pub fn arm_repack_layout<R: Rev>(ty: i32) -> Option<ggml_rs_kernels::op::Repack>
         type_id::Q4_0 => Some(if i8mm { Repack::Q4_0_4x8 } else { Repack::Q4_0_4x4 }),
         type_id::IQ4_NL => Some(Repack::IQ4NLx4),
         type_id::Q8_0 => Some(if i8mm { Repack::Q8_0_4x8 } else { Repack::Q8_0_4x4 }),
+        type_id::Q4_K => Some(if i8mm { Repack::Q4K8x8 } else { Repack::Q4K8x4 }),
         _ => None,
     }
 }

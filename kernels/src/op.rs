@@ -131,6 +131,13 @@ pub enum Repack {
     /// `src[0]` of a MUL_MAT is Q8_0 as ggml-cpu repacks it on aarch64 with i8mm (and dotprod):
     /// interleaved 8 bytes at a time (`ggml_gemv/gemm_q8_0_4x8_q8_0`).
     Q8_0_4x8,
+    /// `src[0]` of a MUL_MAT is Q4_K as ggml-cpu repacks it on aarch64 with i8mm (and dotprod):
+    /// `block_q4_Kx8` as on x86 (8 rows interleaved 8 bytes at a time), but computed by the NEON
+    /// `ggml_gemv/gemm_q4_K_8x8_q8_K`, whose float steps are not x86's.
+    Q4K8x8,
+    /// `src[0]` of a MUL_MAT is Q4_K as ggml-cpu repacks it on aarch64 with dotprod and without
+    /// i8mm: `block_q4_Kx8` interleaved 4 bytes at a time (`ggml_gemv/gemm_q4_K_8x4_q8_K`).
+    Q4K8x4,
     /// A source in a layout the kernels do not read: the node is declined.
     Other,
 }

@@ -90,7 +90,8 @@ fn foreign_buffer<R: Rev>(s: &Tensor<R>) -> Option<bool> {
 /// `block_q4_Kx8`), [`Repack::Q4_0x8`] (Q4_0, `block_q4_0x8`), [`Repack::IQ4NLx8`] (IQ4_NL,
 /// `block_iq4_nlx8`): `ggml_repack_get_optimal_repack_type` picks these three on x86 on the same
 /// condition, `ggml_cpu_has_avx2()`. On aarch64, Q4_0, IQ4_NL and Q8_0 in their `4x4` / `4x8`
-/// layouts ([`Repack::Q4_0_4x4`], ...), as that function picks from the host's NEON flags
+/// layouts ([`Repack::Q4_0_4x4`], ...) and Q4_K in `8x4` / `8x8` ([`Repack::Q4K8x4`],
+/// [`Repack::Q4K8x8`]), as that function picks from the host's NEON flags
 /// (`host::arm_repack_layout`). [`Repack::Other`] for every other node reading such a source
 /// (declined: GET_ROWS of a repacked table, say, which ggml-cpu's repack buffer does not support
 /// either).
@@ -120,8 +121,8 @@ fn repack<R: Rev>(t: &Tensor<R>, op: Op) -> Option<Repack> {
     if layout != Repack::Other && crate::host::cpu_repacks_q4k_x8::<R>() {
         return Some(layout);
     }
-    // on aarch64, Q4_0, IQ4_NL and Q8_0 in the NEON layout this host's ggml-cpu picks (4x4 /
-    // 4x8), only in the builds that serve a 2026 revision (the only ones whose hosts repack: the
+    // on aarch64, Q4_0, IQ4_NL, Q8_0 and Q4_K in the NEON layout this host's ggml-cpu picks
+    // (4x4 / 4x8, Q4_K's 8x4 / 8x8), only in the builds that serve a 2026 revision (the only ones whose hosts repack: the
     // default phone build drops the kernel)
     if super::SERVES_2026 {
         if let Some(arm) = w.and_then(|w| crate::host::arm_repack_layout::<R>(w.type_)) {

@@ -22,7 +22,11 @@
 //! - gemv: the same once per super-block, over the eight sub-blocks' integers;
 //! - the output is `acc - acc_min`.
 //!
-//! The x86 kernel (AVX2, and `vpdpbusd` on the AVX-512 level) is in `repacked/avx2.rs`. [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
+//! The x86 kernel (AVX2, and `vpdpbusd` on the AVX-512 level) is in `repacked/avx2.rs`. An
+//! aarch64 ggml-cpu repacks Q4_K into the same struct (`q4_K_8x8` with i8mm, `q4_K_8x4` with
+//! dotprod), quantizes the groups of four by another rule and takes other float steps:
+//! [`Repack::Q4K8x8`] / [`Repack::Q4K8x4`] share this module's plumbing ([`compute_q4k`]) with
+//! their own quantizer and kernels (`repacked/arm/q4k.rs`). [`Repack::Q4_0x8`] and [`Repack::IQ4NLx8`]
 //! (32-value blocks with one scale, Q8_0 activations) are in `repacked/b32.rs`.
 
 use crate::cpu_features::{simd_level, SimdLevel};
@@ -139,9 +143,10 @@ pub fn supports(n: &Node) -> bool {
         Some(Repack::Q4Kx8) if n.q8k.is_some() => (type_id::Q4_K, QK_K, 144),
         Some(Repack::Q4_0x8) => (type_id::Q4_0, b32::QK, b32::BLOCK_BYTES),
         Some(Repack::IQ4NLx8) => (type_id::IQ4_NL, b32::QK, b32::BLOCK_BYTES),
-        Some(Repack::Q4_0_4x4 | Repack::Q4_0_4x8) => return arm_supports(n, type_id::Q4_0, b32::BLOCK_BYTES),
-        Some(Repack::IQ4NLx4) => return arm_supports(n, type_id::IQ4_NL, b32::BLOCK_BYTES),
-        Some(Repack::Q8_0_4x4 | Repack::Q8_0_4x8) => return arm_supports(n, type_id::Q8_0, 34),
+        Some(Repack::Q4_0_4x4 | Repack::Q4_0_4x8) => return arm_supports(n, type_id::Q4_0, b32::QK, b32::BLOCK_BYTES, 4),
+        Some(Repack::IQ4NLx4) => return arm_supports(n, type_id::IQ4_NL, b32::QK, b32::BLOCK_BYTES, 4),
+        Some(Repack::Q8_0_4x4 | Repack::Q8_0_4x8) => return arm_supports(n, type_id::Q8_0, b32::QK, 34, 4),
+        Some(Repack::Q4K8x8 | Repack::Q4K8x4) if n.q8k.is_some() => return arm_supports(n, type_id::Q4_K, QK_K, 144, 8),
         _ => return false,
     };
     cfg!(target_arch = "x86_64")
@@ -149,15 +154,15 @@ pub fn supports(n: &Node) -> bool {
         && layout_fits(n, ty, qk, block_bytes, 8)
 }
 
-/// [`supports`] for the ARM layouts (Q4_0's, IQ4_NL's and Q8_0's `4x4` / `4x8`) of weights of
-/// type `ty` (plain blocks of `block_bytes`): groups of four weight rows, on an aarch64 CPU with
-/// `sdot`, in builds with the kernels' `arm-repack` feature (the library's 2026 revisions: the
-/// default phone build drops the kernel).
-fn arm_supports(n: &Node, ty: i32, block_bytes: usize) -> bool {
+/// [`supports`] for the ARM layouts (Q4_0's, IQ4_NL's and Q8_0's `4x4` / `4x8`, groups of four
+/// weight rows; Q4_K's `8x8`, groups of eight) of weights of type `ty` (plain blocks of `qk`
+/// values in `block_bytes`), on an aarch64 CPU with `sdot`, in builds with the kernels'
+/// `arm-repack` feature (the library's 2026 revisions: the default phone build drops the kernel).
+fn arm_supports(n: &Node, ty: i32, qk: usize, block_bytes: usize, group_rows: usize) -> bool {
     cfg!(all(target_arch = "aarch64", feature = "arm-repack"))
         && simd_level() == SimdLevel::Neon
         && crate::cpu_features::has_dotprod()
-        && layout_fits(n, ty, b32::QK, block_bytes, 4)
+        && layout_fits(n, ty, qk, block_bytes, group_rows)
 }
 
 /// The shapes every repacked layout takes: a 2-D weight of type `ty` in plain rows of blocks of
@@ -190,7 +195,12 @@ fn layout_fits(n: &Node, ty: i32, qk: usize, block_bytes: usize, group_rows: usi
 /// `dst = src0 . src1` for a node [`supports`] accepted. `false` when a worker panicked.
 pub fn compute(s: &Session, n: &Node) -> bool {
     match n.repack {
-        Some(Repack::Q4Kx8) => compute_q4k(s, n),
+        Some(Repack::Q4Kx8) => compute_q4k(s, n, quantize_row_4x8, group),
+        #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+        Some(r @ (Repack::Q4K8x8 | Repack::Q4K8x4)) => compute_q4k(s, n, arm::q4k::quantize_row_4x8, |w, rows, out| {
+            // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
+            unsafe { arm::q4k::group_of(r, w, rows, out) }
+        }),
         Some(Repack::Q4_0x8) => b32::compute(s, n, &b32::Q4_0_VALUES),
         Some(Repack::IQ4NLx8) => b32::compute(s, n, &crate::quant::iq4_nl::KVALUES),
         #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
@@ -259,8 +269,9 @@ fn for_groups<T: Sync, const G: usize>(s: &Session, n: &Node, group_bytes: usize
     }
 }
 
-/// [`compute`] for [`Repack::Q4Kx8`].
-fn compute_q4k(s: &Session, n: &Node) -> bool {
+/// [`compute`] for the Q4_K layouts ([`Repack::Q4Kx8`], [`Repack::Q4K8x8`]): `quantize4` is the
+/// layout's quantizer of the rows in groups of four, `group` its kernel (see [`group`]).
+fn compute_q4k(s: &Session, n: &Node, quantize4: fn(&[f32], &mut [ActBlock]), group: impl Fn(&[u8], &[(&[ActBlock], bool)], &mut [[f32; 8]]) + Sync) -> bool {
     let (a, b) = (n.src(0), n.src(1));
     let Some(q8k) = n.q8k else { return false };
     let (k, rows, planes) = (a.ne[0], b.ne[1], b.ne[2]);
@@ -274,7 +285,7 @@ fn compute_q4k(s: &Session, n: &Node) -> bool {
     let mut acts = vec![ActBlock::ZERO; planes * rows * nb];
     let ok = quantize_rows(s, &b, &mut acts, nb, |x, j, out| {
         if j < gemm_rows {
-            quantize_row_4x8(x, out);
+            quantize4(x, out);
         } else {
             let mut q = vec![BlockQ8K::default(); nb];
             q8k.quantize(x, &mut q);

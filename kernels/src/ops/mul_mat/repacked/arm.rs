@@ -26,6 +26,8 @@
 //! ggml gives it, and every layout the same arithmetic: this module computes it with the lanes
 //! across the four weight rows, as ggml's gemv.
 
+pub(super) mod q4k;
+
 use super::b32::{BLOCK_BYTES, QK};
 use super::{for_groups, quantize_rows, TILE};
 use crate::cpu_features::SimdLevel;

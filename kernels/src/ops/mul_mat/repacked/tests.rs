@@ -35,6 +35,11 @@ fn random_q4k(rng: &mut Rng, n: usize) -> Vec<BlockQ4K> {
 /// ggml-cpu's `repack_q4_K_to_q4_K_8_bl` with `make_block_q4_Kx8` (interleave 8): `w` is `m` rows
 /// of `nb` blocks.
 fn repack_x8(w: &[BlockQ4K], m: usize, nb: usize) -> Vec<u8> {
+    repack_q4k(w, m, nb, 8)
+}
+
+/// [`repack_x8`] with the quant bytes interleaved `il` (4 or 8) at a time.
+fn repack_q4k(w: &[BlockQ4K], m: usize, nb: usize, il: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(m * nb * 144);
     for g in 0..m / 8 {
         for x in 0..nb {
@@ -44,9 +49,9 @@ fn repack_x8(w: &[BlockQ4K], m: usize, nb: usize) -> Vec<u8> {
                 o[2 * i..2 * i + 2].copy_from_slice(&inb[i].d.to_le_bytes());
                 o[16 + 2 * i..18 + 2 * i].copy_from_slice(&inb[i].dmin.to_le_bytes());
             }
-            for i in 0..128 {
-                let (src, off) = (i % 8, (i / 8) * 8);
-                o[128 + 8 * i..136 + 8 * i].copy_from_slice(&inb[src].qs[off..off + 8]);
+            for i in 0..1024 / il {
+                let (src, off) = (i % 8, (i / 8) * il);
+                o[128 + il * i..128 + il * (i + 1)].copy_from_slice(&inb[src].qs[off..off + il]);
             }
             let sc = &mut o[32..128];
             for half in 0..2 {
@@ -376,4 +381,159 @@ fn repacked_q4k_timing() {
     }
     let sum: f64 = out.iter().map(|&v| v as f64).sum();
     println!("q4k 2048x640 x 512 rows, 1 thread: {:.2} ms (quantizer alone {:.2} ms), checksum {sum}", best * 1e3, best_q * 1e3);
+}
+
+/// ggml's NEON `q4_K_8x8` / `q4_K_8x4` arithmetic (aarch64) written from the plain blocks, for
+/// one weight row and one activation row: 8x8's gemv a fused step per sub-block, its gemm one per
+/// super-block after the minimums' (`fmls`), which come last on the other paths; 8x4's gemm and
+/// gemv one per pair of sub-blocks.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+fn reference_arm(w: &[BlockQ4K], a: &[ActBlock], gemm: bool, layout: Repack) -> f32 {
+    let mut acc = 0f32;
+    for (x, y) in w.iter().zip(a) {
+        let q = quants(x);
+        let (s, m) = (fp16_to_fp32(x.d) * y.d, fp16_to_fp32(x.dmin) * y.d);
+        let (mut isum, mut bias, mut pair) = (0i32, 0i32, 0i32);
+        for j in 0..8 {
+            let (sc, mn) = scale_min(j, &x.scales);
+            let dot: i32 = (0..32).map(|l| q[32 * j + l] as i32 * y.qs[32 * j + l] as i32).sum();
+            let sum: i32 = (0..32).map(|l| y.qs[32 * j + l] as i32).sum();
+            assert_eq!(sum, y.sums[j] as i32);
+            bias += mn as i32 * sum;
+            if layout == Repack::Q4K8x4 {
+                // one step per pair of sub-blocks, on both paths
+                pair += sc as i32 * dot;
+                if j % 2 == 1 {
+                    acc = (pair as f32).mul_add(s, acc);
+                    pair = 0;
+                }
+            } else if gemm {
+                isum += sc as i32 * dot;
+            } else {
+                acc = ((sc as i32 * dot) as f32).mul_add(s, acc);
+            }
+        }
+        acc = (-(bias as f32)).mul_add(m, acc);
+        if gemm && layout == Repack::Q4K8x8 {
+            acc = (isum as f32).mul_add(s, acc);
+        }
+    }
+    acc
+}
+
+/// The NEON Q4_K kernels read the repacked bytes (8x8 and 8x4) as ggml's NEON arithmetic on the
+/// plain rows gives, bit for bit, on both paths, for tiles of 1 to 16 rows.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+#[test]
+fn arm_q4k_kernel_matches_reference_bitwise() {
+    if !crate::cpu_features::has_dotprod() {
+        return;
+    }
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    for (nb, layout) in [1usize, 3, 8].into_iter().flat_map(|nb| [(nb, Repack::Q4K8x8), (nb, Repack::Q4K8x4)]) {
+        let w = random_q4k(&mut rng, 8 * nb);
+        let packed = repack_q4k(&w, 8, nb, if layout == Repack::Q4K8x4 { 4 } else { 8 });
+        for n in [1usize, 5, 16] {
+            let acts: Vec<Vec<ActBlock>> = (0..n)
+                .map(|_| {
+                    let x: Vec<f32> = (0..nb * QK_K).map(|_| rng.f() * 3.0).collect();
+                    let mut a = vec![ActBlock::ZERO; nb];
+                    arm::q4k::quantize_row_4x8(&x, &mut a);
+                    a
+                })
+                .collect();
+            for gemm in [false, true] {
+                let rows: Vec<(&[ActBlock], bool)> = acts.iter().map(|a| (&a[..], gemm)).collect();
+                let mut out = [[0f32; 8]; TILE];
+                // SAFETY: dotprod checked above.
+                unsafe { arm::q4k::group_of(layout, &packed, &rows, &mut out) };
+                for r in 0..n {
+                    for c in 0..8 {
+                        let want = reference_arm(&w[c * nb..(c + 1) * nb], &acts[r], gemm, layout);
+                        assert_eq!(out[r][c].to_bits(), want.to_bits(), "{layout:?} nb {nb} n {n} gemm {gemm} row {r} col {c}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// ggml's generic 4x8 rule is the reference Q8_K rule (first largest magnitude, `-127 / max`)
+/// without its clamp at 127, which no value reaches; the sub-block sums are the quants'.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+#[test]
+fn arm_quantizer_4x8_matches_q8k_rule() {
+    let mut rng = Rng(0xfeed_beef_0bad_cafe);
+    for case in 0..200 {
+        let scale = [1.0f32, 1e-3, 37.0][case % 3];
+        let mut x: Vec<f32> = (0..2 * QK_K).map(|_| rng.f() * scale).collect();
+        if case % 4 == 1 {
+            x[77] = 2.0 * scale;
+            x[78] = -2.0 * scale;
+        }
+        if case == 3 {
+            x[..QK_K].iter_mut().for_each(|v| *v = 0.0);
+        }
+        let mut a = vec![ActBlock::ZERO; 2];
+        arm::q4k::quantize_row_4x8(&x, &mut a);
+        let mut r = vec![BlockQ8K::default(); 2];
+        q8_k::quantize_row(&x, &mut r);
+        for (a, r) in a.iter().zip(&r) {
+            assert_eq!(a.qs, r.qs, "case {case}");
+            assert_eq!(a.d.to_bits(), f32::from_bits(r.d).to_bits(), "case {case}");
+            assert_eq!(ActBlock::from_q8k(r).sums, a.sums);
+        }
+    }
+}
+
+/// The ARM node end to end: groups of four on the gemm's path with ggml's generic 4x8 quantizer,
+/// the rest on the gemv's with the host's; 1 and 2 threads give the same bits.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+#[test]
+fn arm_q4k_node_matches_reference() {
+    if !crate::cpu_features::has_dotprod() || simd_level() != SimdLevel::Neon {
+        return;
+    }
+    let mut rng = Rng(0x0dd_ba11_cafe_f00d);
+    // SAFETY: rust_q8k quantizes as quantize_row_q8_K does.
+    let host = unsafe { HostQ8K::new(rust_q8k) };
+    for (k, m, layout) in [(256usize, 16usize, Repack::Q4K8x8), (512, 40, Repack::Q4K8x8), (256, 16, Repack::Q4K8x4), (512, 40, Repack::Q4K8x4)] {
+        let nb = k / QK_K;
+        let w = random_q4k(&mut rng, m * nb);
+        let mut packed = repack_q4k(&w, m, nb, if layout == Repack::Q4K8x4 { 4 } else { 8 });
+        for (rows, planes) in [(1usize, 1usize), (3, 1), (4, 1), (7, 2), (33, 1)] {
+            let mut x: Vec<f32> = (0..k * rows * planes).map(|_| rng.f()).collect();
+            let a = Raw { data: packed.as_mut_ptr(), ne: [k, m, 1, 1], nb: [144, 144 * nb, 144 * nb * m, 144 * nb * m], ty: type_id::Q4_K };
+            let b = Raw { data: x.as_mut_ptr() as *mut u8, ne: [k, rows, planes, 1], nb: [4, 4 * k, 4 * k * rows, 4 * k * rows * planes], ty: F32 };
+            let mut results = Vec::new();
+            for threads in [1, 2] {
+                let mut out = vec![f32::NAN; m * rows * planes];
+                let d = Raw { data: out.as_mut_ptr() as *mut u8, ne: [m, rows, planes, 1], nb: [4, 4 * m, 4 * m * rows, 4 * m * rows * planes], ty: F32 };
+                let node = Node { op: Op::MulMat, dst: d, src: [Some(a), Some(b), None, None, None], params: [0; 16], order: crate::CpuOrder::BEFORE_2026, q8k: Some(host), repack: Some(layout) };
+                assert!(supports(&node));
+                let pool = Pool::new(threads);
+                assert!(compute(&pool.session(), &node));
+                results.push(out);
+            }
+            assert_eq!(results[0].iter().map(|v| v.to_bits()).collect::<Vec<_>>(), results[1].iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+            for p in 0..planes {
+                for j in 0..rows {
+                    let xr = &x[(p * rows + j) * k..(p * rows + j + 1) * k];
+                    let gemm = j < rows - rows % 4;
+                    let mut act = vec![ActBlock::ZERO; nb];
+                    if gemm {
+                        arm::q4k::quantize_row_4x8(xr, &mut act);
+                    } else {
+                        let mut q = vec![BlockQ8K::default(); nb];
+                        q8_k::quantize_row(xr, &mut q);
+                        act.iter_mut().zip(&q).for_each(|(o, q)| *o = ActBlock::from_q8k(q));
+                    }
+                    for c in 0..m {
+                        let want = reference_arm(&w[c * nb..(c + 1) * nb], &act, gemm, layout);
+                        assert_eq!(results[0][(p * rows + j) * m + c].to_bits(), want.to_bits(), "{layout:?} k {k} m {m} rows {rows} plane {p} row {j} col {c}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -1,0 +1,276 @@
+//! ggml-cpu's repacked Q4_K on aarch64: with i8mm `q4_K_8x8` ([`Repack::Q4K8x8`]:
+//! `block_q4_Kx8`, the bytes x86's `q4_K_8x8` has: eight rows, quant bytes interleaved 8 at a
+//! time, each sub-block's 6-bit scales and minimums regrouped 12 bytes per sub-block for the eight
+//! rows), with dotprod alone `q4_K_8x4` ([`Repack::Q4K8x4`]: the same struct, quant bytes
+//! interleaved 4 at a time). Both have another arithmetic than x86's, so kernels of their own.
+//!
+//! `forward_mul_mat` quantizes each plane's rows in groups of four with ggml's *generic*
+//! `ggml_quantize_mat_q8_K_4x8` / `_4x4` (ARM has no NEON ones; the two differ only in how they
+//! interleave the same quants): per super-block the first largest
+//! magnitude in element order (`amax < |x|`, strict), `iscale = -127 / max` (the signed value
+//! found), `d = 1 / iscale`, quants `nearest_int(x * iscale)` (the `+ 12582912` trick: round
+//! half to even). The other rows are quantized by the host's `quantize_row_q8_K`.
+//!
+//! The integer sums are exact in any grouping (each sub-block's quant dot times its 6-bit scale;
+//! the activation sub-block sums times the minimums, the "bias"); the float steps per output
+//! and super-block, with `s = d_w * d_a` and `m = dmin_w * d_a` (one rounded product each):
+//! - `ggml_gemm_q4_K_8x8_q8_K` (i8mm, the groups of four): `acc = acc - bias * m`, then
+//!   `acc = acc + I * s` over the whole super-block's integer `I` (`vmlsq_f32` / `vmlaq_f32`,
+//!   which clang contracts into `fmls` / `fmla`: two fused steps);
+//! - `ggml_gemv_q4_K_8x8_q8_K` (dotprod, the rest): per sub-block `acc = fma(s, sc * I_sb, acc)`
+//!   (eight fused steps), then `acc = acc - bias * m` (fused);
+//! - `ggml_gemm_q4_K_8x4_q8_K` and `ggml_gemv_q4_K_8x4_q8_K` (dotprod) alike: per pair of
+//!   sub-blocks `acc = fma(s, sc_lo * I_lo + sc_hi * I_hi, acc)` (four fused steps), then
+//!   `acc = acc - bias * m` (fused).
+//!
+//! The kernels follow ggml's gemv lane plans for the integers (8x8: `sdot` of a column pair's 16
+//! bytes against 8 activation bytes duplicated, the pairs added; 8x4: `sdot` by element, a lane
+//! per column), with the lanes across the eight weight rows, the weights' nibbles unpacked once
+//! per super-block for a whole tile of activation rows.
+
+use crate::op::Repack;
+
+use super::super::{ActBlock, Q4KX8_BYTES, TILE};
+use super::sdot8;
+use crate::quant::f16::neon::widen4;
+use crate::quant::q8_k::QK_K;
+use std::arch::aarch64::*;
+
+/// ggml's `nearest_int`: `x + 1.5 * 2^23` read as bits rounds `x` half to even (|x| < 2^22).
+#[inline(always)]
+fn nearest_int(x: f32) -> i32 {
+    ((x + 12582912.0).to_bits() & 0x007f_ffff) as i32 - 0x0040_0000
+}
+
+/// One row of ggml's generic `ggml_quantize_mat_q8_K_4x8` / `_4x4` (its four rows never mix), with the
+/// 32-value sub-block sums its `bsums` give once added in pairs.
+pub(crate) fn quantize_row_4x8(x: &[f32], out: &mut [ActBlock]) {
+    assert_eq!(x.len(), out.len() * QK_K, "quantize_row_4x8: length mismatch");
+    for (xb, o) in x.chunks_exact(QK_K).zip(out.iter_mut()) {
+        let (mut amax, mut max) = (0f32, 0f32);
+        for &v in xb {
+            if amax < v.abs() {
+                amax = v.abs();
+                max = v;
+            }
+        }
+        let iscale = if amax != 0.0 { -127.0 / max } else { 0.0 };
+        o.d = if amax != 0.0 { 1.0 / iscale } else { 0.0 };
+        for (q, &v) in o.qs.iter_mut().zip(xb) {
+            // (int8_t) of the int: the low byte
+            *q = nearest_int(v * iscale) as i8;
+        }
+        for (s, g) in o.sums.iter_mut().zip(o.qs.chunks_exact(32)) {
+            *s = g.iter().map(|&q| q as i16).sum();
+        }
+    }
+}
+
+/// Eight rows' 6-bit scales and minimums of one sub-block from its 12 regrouped bytes (ggml's
+/// `decode_q_Kx8_6bit_scales`), lanes 0..4 and 4..8 of each.
+#[inline(always)]
+fn decode_scales(b: &[u8]) -> ([int32x4_t; 2], [int32x4_t; 2]) {
+    let sm: [u32; 3] = std::array::from_fn(|i| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]));
+    let (k1, k2, k3) = (0x3f3f_3f3fu32, 0x0f0f_0f0fu32, 0x0303_0303u32);
+    let mins = [sm[1] & k1, ((sm[2] >> 4) & k2) | (((sm[1] >> 6) & k3) << 4)];
+    let scales = [sm[0] & k1, (sm[2] & k2) | (((sm[0] >> 6) & k3) << 4)];
+    let lanes = |v: u32| -> int32x4_t {
+        let b = v.to_le_bytes();
+        let a = [b[0] as i32, b[1] as i32, b[2] as i32, b[3] as i32];
+        // SAFETY: 4 i32 read from a 4-element array.
+        unsafe { vld1q_s32(a.as_ptr()) }
+    };
+    (scales.map(lanes), mins.map(lanes))
+}
+
+/// `r + sdot(w[0], a[0]) + ... + sdot(w[3], a[3])` (whole-vector `sdot`s).
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn sdot4(r: int32x4_t, w: &[int8x16_t], a: &[int8x16_t]) -> int32x4_t {
+    let mut r = r;
+    // SAFETY: register-only instructions; the caller guarantees `sdot` exists.
+    unsafe {
+        std::arch::asm!(
+            "sdot {r:v}.4s, {w0:v}.16b, {a0:v}.16b",
+            "sdot {r:v}.4s, {w1:v}.16b, {a1:v}.16b",
+            "sdot {r:v}.4s, {w2:v}.16b, {a2:v}.16b",
+            "sdot {r:v}.4s, {w3:v}.16b, {a3:v}.16b",
+            r = inout(vreg) r,
+            w0 = in(vreg) w[0], w1 = in(vreg) w[1], w2 = in(vreg) w[2], w3 = in(vreg) w[3],
+            a0 = in(vreg) a[0], a1 = in(vreg) a[1], a2 = in(vreg) a[2], a3 = in(vreg) a[3],
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    r
+}
+
+/// One group of eight weight rows (`w`: its `block_q4_Kx8`s) against up to [`TILE`] activation
+/// rows, each with its path (`true`: the gemm's float steps, else the gemv's); `out[r][c]` for
+/// weight row `c`.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+pub(in super::super) unsafe fn group(w: &[u8], rows: &[(&[ActBlock], bool)], out: &mut [[f32; 8]]) {
+    let n = rows.len();
+    assert!(n <= TILE && out.len() >= n);
+    let nb = rows.first().map_or(0, |r| r.0.len());
+    assert!(w.len() >= nb * Q4KX8_BYTES && rows.iter().all(|r| r.0.len() == nb));
+    let zero = vdupq_n_s32(0);
+    let m4 = vdupq_n_u8(0x0F);
+    let mut acc = [[vdupq_n_f32(0.0); 2]; TILE];
+    // per 64-value pair of sub-blocks: column pair cp's low nibbles of chunks 0..4 at 8cp..8cp + 4,
+    // its high nibbles at 8cp + 4..8cp + 8
+    let mut wv = [[vdupq_n_s8(0); 32]; 4];
+    for b in 0..nb {
+        let blk = &w[b * Q4KX8_BYTES..(b + 1) * Q4KX8_BYTES];
+        // SAFETY: `blk` is a block_q4_Kx8: d[8], dmin[8] (halves), scales[96], qs[1024].
+        let (dw, dm) = unsafe {
+            let p = blk.as_ptr() as *const u16;
+            ([widen4(vld1_u16(p)), widen4(vld1_u16(p.add(4)))], [widen4(vld1_u16(p.add(8))), widen4(vld1_u16(p.add(12)))])
+        };
+        // (scales, mins) of the low (0) and high (1) sub-block of each pair
+        let sc: [[([int32x4_t; 2], [int32x4_t; 2]); 2]; 4] = std::array::from_fn(|sb| std::array::from_fn(|i| decode_scales(&blk[32 + 24 * sb + 12 * i..])));
+        for (sb, v) in wv.iter_mut().enumerate() {
+            for cp in 0..4 {
+                for k in 0..4 {
+                    // SAFETY: 16 bytes inside qs (offset 128 + 256 sb + 16 cp + 64 k + 16 <= 1152).
+                    let q = unsafe { vld1q_u8(blk.as_ptr().add(128 + 256 * sb + 16 * cp + 64 * k)) };
+                    v[8 * cp + k] = vreinterpretq_s8_u8(vandq_u8(q, m4));
+                    v[8 * cp + 4 + k] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(q));
+                }
+            }
+        }
+        for (r, &(blocks, gemm)) in rows.iter().enumerate() {
+            let y = &blocks[b];
+            let da = vdupq_n_f32(y.d);
+            let s = [vmulq_f32(dw[0], da), vmulq_f32(dw[1], da)];
+            let m = [vmulq_f32(dm[0], da), vmulq_f32(dm[1], da)];
+            let (mut isum, mut bias) = ([zero; 2], [zero; 2]);
+            let a = &mut acc[r];
+            for sb in 0..4 {
+                // SAFETY: 8-byte reads inside the 256 quants (sb * 64 + 8 i + 8 <= 256).
+                let q8: [int8x16_t; 8] = std::array::from_fn(|i| unsafe { vreinterpretq_s8_s64(vdupq_n_s64((y.qs.as_ptr().add(64 * sb + 8 * i) as *const i64).read_unaligned())) });
+                let v = &wv[sb];
+                // SAFETY: dotprod as the caller guarantees.
+                let (lo, hi): ([int32x4_t; 4], [int32x4_t; 4]) = unsafe {
+                    (std::array::from_fn(|cp| sdot4(zero, &v[8 * cp..8 * cp + 4], &q8[..4])), std::array::from_fn(|cp| sdot4(zero, &v[8 * cp + 4..8 * cp + 8], &q8[4..])))
+                };
+                // lanes: columns 0..4, 4..8
+                let il = [vpaddq_s32(lo[0], lo[1]), vpaddq_s32(lo[2], lo[3])];
+                let ih = [vpaddq_s32(hi[0], hi[1]), vpaddq_s32(hi[2], hi[3])];
+                let (bl, bh) = (vdupq_n_s32(y.sums[2 * sb] as i32), vdupq_n_s32(y.sums[2 * sb + 1] as i32));
+                let ((scl, mnl), (sch, mnh)) = (sc[sb][0], sc[sb][1]);
+                for h in 0..2 {
+                    bias[h] = vmlaq_s32(vmlaq_s32(bias[h], bl, mnl[h]), bh, mnh[h]);
+                    if gemm {
+                        isum[h] = vmlaq_s32(vmlaq_s32(isum[h], il[h], scl[h]), ih[h], sch[h]);
+                    } else {
+                        a[h] = vfmaq_f32(a[h], s[h], vcvtq_f32_s32(vmulq_s32(scl[h], il[h])));
+                        a[h] = vfmaq_f32(a[h], s[h], vcvtq_f32_s32(vmulq_s32(sch[h], ih[h])));
+                    }
+                }
+            }
+            for h in 0..2 {
+                a[h] = vfmsq_f32(a[h], vcvtq_f32_s32(bias[h]), m[h]);
+                if gemm {
+                    a[h] = vfmaq_f32(a[h], vcvtq_f32_s32(isum[h]), s[h]);
+                }
+            }
+        }
+    }
+    for r in 0..n {
+        // SAFETY: out[r] is 8 f32.
+        unsafe {
+            vst1q_f32(out[r].as_mut_ptr(), acc[r][0]);
+            vst1q_f32(out[r].as_mut_ptr().add(4), acc[r][1]);
+        }
+    }
+}
+
+/// One group of eight weight rows in `q4_K_8x4` (`w`: its `block_q4_Kx8`s) against up to
+/// [`TILE`] activation rows (both paths take the same float steps); `out[r][c]` for weight row `c`.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+pub(in super::super) unsafe fn group_8x4(w: &[u8], rows: &[(&[ActBlock], bool)], out: &mut [[f32; 8]]) {
+    let n = rows.len();
+    assert!(n <= TILE && out.len() >= n);
+    let nb = rows.first().map_or(0, |r| r.0.len());
+    assert!(w.len() >= nb * Q4KX8_BYTES && rows.iter().all(|r| r.0.len() == nb));
+    let zero = vdupq_n_s32(0);
+    let m4 = vdupq_n_u8(0x0F);
+    let mut acc = [[vdupq_n_f32(0.0); 2]; TILE];
+    // per pair of sub-blocks and half h (columns 4h..4h + 4): [low nibbles, high nibbles] of the
+    // 4-byte chunks 0..8 (elements 4k..4k + 4 of each sub-block)
+    let mut wv = [[[[vdupq_n_s8(0); 8]; 2]; 2]; 4];
+    for b in 0..nb {
+        let blk = &w[b * Q4KX8_BYTES..(b + 1) * Q4KX8_BYTES];
+        // SAFETY: `blk` is a block_q4_Kx8: d[8], dmin[8] (halves), scales[96], qs[1024].
+        let (dw, dm) = unsafe {
+            let p = blk.as_ptr() as *const u16;
+            ([widen4(vld1_u16(p)), widen4(vld1_u16(p.add(4)))], [widen4(vld1_u16(p.add(8))), widen4(vld1_u16(p.add(12)))])
+        };
+        let sc: [[([int32x4_t; 2], [int32x4_t; 2]); 2]; 4] = std::array::from_fn(|sb| std::array::from_fn(|i| decode_scales(&blk[32 + 24 * sb + 12 * i..])));
+        for (sb, v) in wv.iter_mut().enumerate() {
+            for h in 0..2 {
+                for k in 0..8 {
+                    // SAFETY: 16 bytes inside qs (offset 128 + 256 sb + 32 k + 16 h + 16 <= 1152).
+                    let q = unsafe { vld1q_u8(blk.as_ptr().add(128 + 256 * sb + 32 * k + 16 * h)) };
+                    v[h][0][k] = vreinterpretq_s8_u8(vandq_u8(q, m4));
+                    v[h][1][k] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(q));
+                }
+            }
+        }
+        for (r, &(blocks, _)) in rows.iter().enumerate() {
+            let y = &blocks[b];
+            let da = vdupq_n_f32(y.d);
+            let s = [vmulq_f32(dw[0], da), vmulq_f32(dw[1], da)];
+            let m = [vmulq_f32(dm[0], da), vmulq_f32(dm[1], da)];
+            let mut bias = [zero; 2];
+            let a = &mut acc[r];
+            for sb in 0..4 {
+                // SAFETY: 16-byte reads inside the 256 quants.
+                let q8: [int8x16_t; 4] = std::array::from_fn(|i| unsafe { vld1q_s8(y.qs.as_ptr().add(64 * sb + 16 * i)) });
+                let (bl, bh) = (vdupq_n_s32(y.sums[2 * sb] as i32), vdupq_n_s32(y.sums[2 * sb + 1] as i32));
+                let ((scl, mnl), (sch, mnh)) = (sc[sb][0], sc[sb][1]);
+                for h in 0..2 {
+                    // SAFETY: dotprod as the caller guarantees.
+                    let (il, ih) = unsafe { (sdot8(zero, &wv[sb][h][0], q8[0], q8[1]), sdot8(zero, &wv[sb][h][1], q8[2], q8[3])) };
+                    let i = vaddq_s32(vmulq_s32(scl[h], il), vmulq_s32(sch[h], ih));
+                    a[h] = vfmaq_f32(a[h], s[h], vcvtq_f32_s32(i));
+                    bias[h] = vmlaq_s32(vmlaq_s32(bias[h], bl, mnl[h]), bh, mnh[h]);
+                }
+            }
+            for h in 0..2 {
+                a[h] = vfmsq_f32(a[h], vcvtq_f32_s32(bias[h]), m[h]);
+            }
+        }
+    }
+    for r in 0..n {
+        // SAFETY: out[r] is 8 f32.
+        unsafe {
+            vst1q_f32(out[r].as_mut_ptr(), acc[r][0]);
+            vst1q_f32(out[r].as_mut_ptr().add(4), acc[r][1]);
+        }
+    }
+}
+
+/// The kernel of a Q4_K layout ([`Repack::Q4K8x8`] or [`Repack::Q4K8x4`]).
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+pub(in super::super) unsafe fn group_of(layout: Repack, w: &[u8], rows: &[(&[ActBlock], bool)], out: &mut [[f32; 8]]) {
+    // SAFETY: as the caller guarantees.
+    unsafe {
+        if layout == Repack::Q4K8x4 {
+            group_8x4(w, rows, out)
+        } else {
+            group(w, rows, out)
+        }
+    }
+}
