@@ -11,14 +11,14 @@
 #         bit for bit, then once on the portable kernels (the suite's tolerances).
 #         GGML_RS_AARCH64_2024=0 skips it.
 #   2026  cui-llama.rn 1.12.2 / whisper.rn 0.7.4 (cargo features lm-2026,wsp-2026 into
-#         target/rev2026, -DGGML_RS_REV2026=ON) in $BUILD_DIR-rev2026, the same flags: every case
+#         target/features, -DGGML_RS_REV2026=ON) in $BUILD_DIR-rev2026, the same flags: every case
 #         bit for bit, the 2026 ops' cases included (SET_ROWS, GLU, FLASH_ATTN_EXT on NEON;
-#         repacked Q4_0, IQ4_NL, Q8_0 in ggml's 4x4 layouts, Q4_K declined), the suite's
+#         repacked Q4_0, IQ4_NL, Q8_0 in ggml's 4x4 layouts, Q4_K in q4_K_8x4), the suite's
 #         expected declined count,
 #         and the start-up check's contract line "exact ... all bit-identical".
 #         GGML_RS_AARCH64_REV2026=0 skips it, GGML_RS_AARCH64_REV2026_WSP=0 its whisper.rn half.
 #   i8mm  the 2026 lm_ suite's repacked cases (SIMD_OPS_ONLY=repack) with the host core built for
-#         the exact flags plus i8mm (ggml's q4_0_4x8, q8_0_4x8 layouts) in $BUILD_DIR-rev2026-i8mm, bit for
+#         the exact flags plus i8mm (ggml's q4_0_4x8, q8_0_4x8, q4_K_8x8 layouts) in $BUILD_DIR-rev2026-i8mm, bit for
 #         bit. GGML_RS_AARCH64_I8MM=0 skips it (default: as the 2026 part).
 #   package flags  the 2026 lm_ suite with cui-llama.rn 1.12.2's fastest arm64 flags
 #         (PACKAGE_FLAGS below, from its Android CMakeLists.txt: clang's fast floating-point
@@ -129,7 +129,7 @@ if [[ "${GGML_RS_AARCH64_I8MM:-${GGML_RS_AARCH64_REV2026:-1}}" != 0 ]]; then
   echo "== 2026 simd_ops_lm_static (host core: $I8MM_FLAGS; SIMD_OPS_ONLY=repack, bit for bit)"
   run_suite "$BUILD_DIR-rev2026-i8mm/tests_c/simd_ops_lm_static" "$log" SIMD_OPS_ONLY=repack \
     || { cat "$log" "$log.err"; echo "test-aarch64-c: i8mm: the repacked cases failed" >&2; exit 1; }
-  for t in q4_0 q8_0; do
+  for t in q4_0 q8_0 q4_K; do
     grep -q "^repacked $t .*, 0 of [0-9]* outputs differ\$" "$log" \
       || { echo "test-aarch64-c: i8mm: no repacked $t case computed by SIMD" >&2; exit 1; }
   done
