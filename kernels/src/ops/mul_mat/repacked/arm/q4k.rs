@@ -83,6 +83,22 @@ fn decode_scales(b: &[u8]) -> ([int32x4_t; 2], [int32x4_t; 2]) {
     (scales.map(lanes), mins.map(lanes))
 }
 
+/// One `block_q4_Kx8`'s header, as both layouts' kernels read it: the eight rows' `d` and `dmin`
+/// as f32 (lanes 0..4 and 4..8), and per pair of sub-blocks the (scales, mins) of its low (0) and
+/// high (1) sub-block.
+#[inline(always)]
+#[allow(clippy::type_complexity)]
+fn block_header(blk: &[u8]) -> ([float32x4_t; 2], [float32x4_t; 2], [[([int32x4_t; 2], [int32x4_t; 2]); 2]; 4]) {
+    assert!(blk.len() >= 128);
+    // SAFETY: `blk` is a block_q4_Kx8 (checked long enough): d[8], dmin[8] (halves), scales[96], qs[1024].
+    let (dw, dm) = unsafe {
+        let p = blk.as_ptr() as *const u16;
+        ([widen4(vld1_u16(p)), widen4(vld1_u16(p.add(4)))], [widen4(vld1_u16(p.add(8))), widen4(vld1_u16(p.add(12)))])
+    };
+    let sc = std::array::from_fn(|sb| std::array::from_fn(|i| decode_scales(&blk[32 + 24 * sb + 12 * i..])));
+    (dw, dm, sc)
+}
+
 /// `r + sdot(w[0], a[0]) + ... + sdot(w[3], a[3])` (whole-vector `sdot`s).
 ///
 /// # Safety
@@ -127,13 +143,7 @@ pub(in super::super) unsafe fn group(w: &[u8], rows: &[(&[ActBlock], bool)], out
     let mut wv = [[vdupq_n_s8(0); 32]; 4];
     for b in 0..nb {
         let blk = &w[b * Q4KX8_BYTES..(b + 1) * Q4KX8_BYTES];
-        // SAFETY: `blk` is a block_q4_Kx8: d[8], dmin[8] (halves), scales[96], qs[1024].
-        let (dw, dm) = unsafe {
-            let p = blk.as_ptr() as *const u16;
-            ([widen4(vld1_u16(p)), widen4(vld1_u16(p.add(4)))], [widen4(vld1_u16(p.add(8))), widen4(vld1_u16(p.add(12)))])
-        };
-        // (scales, mins) of the low (0) and high (1) sub-block of each pair
-        let sc: [[([int32x4_t; 2], [int32x4_t; 2]); 2]; 4] = std::array::from_fn(|sb| std::array::from_fn(|i| decode_scales(&blk[32 + 24 * sb + 12 * i..])));
+        let (dw, dm, sc) = block_header(blk);
         for (sb, v) in wv.iter_mut().enumerate() {
             for cp in 0..4 {
                 for k in 0..4 {
@@ -210,12 +220,7 @@ pub(in super::super) unsafe fn group_8x4(w: &[u8], rows: &[(&[ActBlock], bool)],
     let mut wv = [[[[vdupq_n_s8(0); 8]; 2]; 2]; 4];
     for b in 0..nb {
         let blk = &w[b * Q4KX8_BYTES..(b + 1) * Q4KX8_BYTES];
-        // SAFETY: `blk` is a block_q4_Kx8: d[8], dmin[8] (halves), scales[96], qs[1024].
-        let (dw, dm) = unsafe {
-            let p = blk.as_ptr() as *const u16;
-            ([widen4(vld1_u16(p)), widen4(vld1_u16(p.add(4)))], [widen4(vld1_u16(p.add(8))), widen4(vld1_u16(p.add(12)))])
-        };
-        let sc: [[([int32x4_t; 2], [int32x4_t; 2]); 2]; 4] = std::array::from_fn(|sb| std::array::from_fn(|i| decode_scales(&blk[32 + 24 * sb + 12 * i..])));
+        let (dw, dm, sc) = block_header(blk);
         for (sb, v) in wv.iter_mut().enumerate() {
             for h in 0..2 {
                 for k in 0..8 {
