@@ -35,6 +35,41 @@ stage() {
   STAGE_CPU+=($((($(child_ticks) - c0) / TICKS)))
   return $rc
 }
+# `stage_beside NAME command...` starts a stage in the background, beside the stages that follow
+# (a stage that keeps only ~1.4-1.6 of the 2 cores busy, paired with another such); its output goes
+# to a log printed whole by `stages_beside_wait`, which also records its wall and CPU time (the
+# subshell's reaped children) and fails when it failed. Its own process group, so that a failing
+# run stops it too.
+BESIDE_PIDS=() BESIDE_NAMES=() BESIDE_DIR="$ROOT/$BUILD_DIR-stages"
+stage_beside() {
+  local name="$1" i=${#BESIDE_PIDS[@]}
+  shift
+  mkdir -p "$BESIDE_DIR"
+  echo "test.sh: == $name, beside the next stages ($(date -u +%H:%M:%S)); its output follows when it ends"
+  set -m
+  (
+    t=$SECONDS rc=0 me=$BASHPID  # (this subshell; inside $(...) BASHPID would name that one)
+    "$@" >"$BESIDE_DIR/$i.log" 2>&1 </dev/null || rc=$?
+    printf '%s %s %s\n' $((SECONDS - t)) "$rc" $(($(awk '{ print $16 + $17 }' "/proc/$me/stat") / TICKS)) \
+      >"$BESIDE_DIR/$i.result"
+  ) &
+  BESIDE_PIDS+=($!) BESIDE_NAMES+=("$name")
+  set +m
+}
+stages_beside_wait() {
+  local i secs rc cpu failed=0
+  for i in "${!BESIDE_PIDS[@]}"; do
+    wait "${BESIDE_PIDS[$i]}" || true
+    echo "test.sh: == ${BESIDE_NAMES[$i]} (ran beside the stages above): its output"
+    cat "$BESIDE_DIR/$i.log" 2>/dev/null || true
+    read -r secs rc cpu <"$BESIDE_DIR/$i.result" 2>/dev/null || { secs=0 rc=1 cpu=0; }
+    STAGE_NAMES+=("${BESIDE_NAMES[$i]} (beside)") STAGE_SECS+=("$secs") STAGE_RC+=("$rc") STAGE_CPU+=("$cpu")
+    [[ "$rc" == 0 ]] || failed=1
+  done
+  BESIDE_PIDS=() BESIDE_NAMES=()
+  return $failed
+}
+stop_beside() { local p; for p in "${BESIDE_PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
 stage_table() {
   local i total=0 status
   ((${#STAGE_NAMES[@]})) || return 0
@@ -49,13 +84,16 @@ stage_table() {
       "$(awk -v c="${STAGE_CPU[$i]}" -v w="${STAGE_SECS[$i]}" 'BEGIN { printf "%.2f", (w > 0 ? c / w : 0) }')" "$status"
     total=$((total + STAGE_SECS[i])) cpu=$((cpu + STAGE_CPU[i]))
   done
+  # (wall: the clock since the start, not the stages' sum: a stage beside others overlaps them)
+  total=$((SECONDS - START_SECONDS))
   printf "  %-52s %4dm%02ds %4dm%02ds\n" "total" $((total / 60)) $((total % 60)) $((cpu / 60)) $((cpu % 60))
   if [[ -s "$BUILD_DIR/ctest-times.txt" ]]; then
     echo "  slowest ctest tests:"
     sort -k2 -gr "$BUILD_DIR/ctest-times.txt" | head -n 8 | awk '{ printf "    %-32s %7.1f s\n", $1, $2 }'
   fi
 }
-trap stage_table EXIT
+START_SECONDS=$SECONDS
+trap 'stop_beside; stage_table' EXIT
 # ctest with its per-test times kept for the table
 ctest_timed() {
   local rc=0
@@ -87,13 +125,6 @@ stage "cmake build" cmake --build "$BUILD_DIR" -j "$JOBS"
 # single-threaded suites share the two cores
 stage "ctest" ctest_timed -j "$JOBS" -LE tsan  # host_assistant_tsan: the ThreadSanitizer stage below
 
-# ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
-# std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
-# GGML_RS_SKIP_TSAN=1 skips it.
-if [ "${GGML_RS_SKIP_TSAN:-0}" != 1 ]; then
-  stage "ThreadSanitizer, both hosts (tsan.sh)" bash scripts/tsan.sh "$@"
-fi
-
 # The 2026 revision (cui-llama.rn 1.12.2, llama.rn 0.12.9, whisper.rn 0.7.4; docs/revision-2026.md),
 # in its own build directory ($BUILD_DIR-rev2026, scripts/test-rev2026.sh). By default a bounded
 # part (about 15 minutes cold on 2 cores): the library with its 2026 features, the real hosts of
@@ -110,6 +141,14 @@ if [ "${GGML_RS_SKIP_REV2026:-0}" != 1 ]; then
   fi
 fi
 
+# ThreadSanitizer over the library while whisper.rn and llama.rn compute at once (the library and its
+# std built with -Zsanitizer=thread in target/tsan; a planted race must be reported first).
+# It runs beside the upstream stage (each keeps ~1.5 of the 2 cores busy alone). GGML_RS_SKIP_TSAN=1
+# skips it.
+if [ "${GGML_RS_SKIP_TSAN:-0}" != 1 ]; then
+  stage_beside "ThreadSanitizer, both hosts (tsan.sh)" bash scripts/tsan.sh "$@"
+fi
+
 # Upstream llama.cpp (llama-cpp-python 0.3.36's sdist: llama.cpp 0c1e57098, ggml 0.25.3, ggml-rpc
 # protocol 7) built by its own CMake stock and on the library (--features ggml-0253, the one option
 # -DCMAKE_PROJECT_INCLUDE=cmake/ggml-rs-upstream.cmake), static: llama.cpp's backend-level tests,
@@ -121,6 +160,7 @@ fi
 if [ "${GGML_RS_SKIP_UPSTREAM:-0}" != 1 ]; then
   stage "upstream llama.cpp (test-upstream.sh)" bash scripts/test-upstream.sh
 fi
+stages_beside_wait
 
 # A GPU-class backend through our scheduler: ggml-vulkan (the same llama.cpp) on Mesa's lavapipe, which
 # runs Vulkan on the CPU (Debian packages, installed if missing). Bounded: llama.cpp built the way
@@ -150,6 +190,29 @@ if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
   GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
 fi
 
+# The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
+# and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,
+# every export, undefined symbols, SONAME/NEEDED/16 KB pages (scripts/cross.sh). Then the Android
+# .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
+# (scripts/android-load.sh), beside the aarch64 stages (both keep ~1.4-1.5 of the 2 cores busy alone:
+# cross.sh compiles, qemu runs one process at a time). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
+# The test command leaves out two of cross.sh's builds unless GGML_RS_CROSS_ALL=1: the Intel-Mac
+# simulator (x86_64-apple-ios, with the fat simulator archive) and the x86_64 Android library
+# without SIMD; each is one more build of std from source, about a minute of a cold run on 2 cores,
+# for code the other targets compile too (`bash scripts/cross.sh` builds all of them).
+if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
+  cross_targets=()
+  if [ "${GGML_RS_CROSS_ALL:-0}" != 1 ]; then
+    cross_targets=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+    export CROSS_NOSIMD_TARGETS="${CROSS_NOSIMD_TARGETS-aarch64-linux-android}"
+  fi
+  phones() {
+    bash scripts/cross.sh ${cross_targets[@]+"${cross_targets[@]}"} || return
+    [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || bash scripts/android-load.sh
+  }
+  stage_beside "phone builds and android .so loaded (cross.sh, android-load.sh)" phones
+fi
+
 # The NEON kernels: cross-built for aarch64 and run under qemu-user (Rust kernel tests on two CPU
 # models, then the C op suite against ggml-cpu compiled for llama.rn's Armv8.2 phones). On an
 # aarch64 machine the suites above already run them natively. GGML_RS_SKIP_AARCH64=1 skips this.
@@ -161,22 +224,4 @@ if [ "$(uname -m)" = x86_64 ] && [ "${GGML_RS_SKIP_AARCH64:-0}" != 1 ]; then
   GGML_RS_AARCH64_PACKAGE_FLAGS="${GGML_RS_AARCH64_PACKAGE_FLAGS:-0}" GGML_RS_AARCH64_I8MM="${GGML_RS_AARCH64_I8MM:-0}" \
     BUILD_DIR="$BUILD_DIR-aarch64" stage "aarch64 C op suite (qemu)" bash scripts/test-aarch64-c.sh
 fi
-
-# The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
-# and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,
-# every export, undefined symbols, SONAME/NEEDED/16 KB pages (scripts/cross.sh). Then the Android
-# .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
-# (scripts/android-load.sh). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
-# The test command leaves out two of cross.sh's builds unless GGML_RS_CROSS_ALL=1: the Intel-Mac
-# simulator (x86_64-apple-ios, with the fat simulator archive) and the x86_64 Android library
-# without SIMD; each is one more build of std from source, about a minute of a cold run on 2 cores,
-# for code the other targets compile too (`bash scripts/cross.sh` builds all of them).
-if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
-  cross_targets=()
-  if [ "${GGML_RS_CROSS_ALL:-0}" != 1 ]; then
-    cross_targets=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
-    export CROSS_NOSIMD_TARGETS="${CROSS_NOSIMD_TARGETS-aarch64-linux-android}"
-  fi
-  stage "phone builds (cross.sh)" bash scripts/cross.sh ${cross_targets[@]+"${cross_targets[@]}"}
-  [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || stage "android .so loaded (android-load.sh)" bash scripts/android-load.sh
-fi
+stages_beside_wait
