@@ -210,8 +210,8 @@ fn rust_side<R: Rev>() -> BTreeMap<String, u64> {
     c("MAX_NAME", MAX_NAME as i64);
     c("TENSOR_ALIGNMENT", TENSOR_ALIGNMENT as i64);
     c("TYPE_COUNT", R::TYPE_COUNT as i64);
-    c("UNARY_GELU", UNARY_GELU as i64);
-    c("UNARY_SILU", UNARY_SILU as i64);
+    c("UNARY_GELU", ggml_rs_kernels::op::id_of(R::UNARY_NAMES, "GELU") as i64);
+    c("UNARY_SILU", ggml_rs_kernels::op::id_of(R::UNARY_NAMES, "SILU") as i64);
     c("TENSOR_FLAG_INPUT", TENSOR_FLAG_INPUT as i64);
     c("TENSOR_FLAG_OUTPUT", TENSOR_FLAG_OUTPUT as i64);
     c("STATUS_ALLOC_FAILED", STATUS_ALLOC_FAILED as i64);

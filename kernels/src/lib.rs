@@ -26,8 +26,7 @@ pub mod affinity;
 pub mod cpu_features;
 #[cfg(feature = "compute")]
 pub mod gelu;
-#[cfg(feature = "compute")]
-#[cfg(feature = "compute")]
+// (its table also without `compute`: the library reads op ids by name in every build)
 pub mod op;
 #[cfg(feature = "compute")]
 pub mod ops;

@@ -5,38 +5,32 @@
 //! b11118.rs, g0253.rs). Checked against the packages' own headers by `tests_c/layout.c
 //! -DLAYOUT_REV2026` + `tests/layout.rs`.
 
-use super::OpIds;
-
-/// `enum ggml_op` ids of the 2026 revision (102 entries; MUL_MAT is 29).
-pub const OPS_2026: OpIds = OpIds {
-    none: 0,
-    dup: 1,
-    add: 2,
-    sub: 6,
-    mul: 7,
-    div: 8,
-    sqr: 9,
-    sqrt: 10,
-    norm: 24,
-    rms_norm: 25,
-    mul_mat: 29,
-    mul_mat_id: 30,
-    scale: 32,
-    cpy: 34,
-    cont: 35,
-    reshape: 36,
-    view: 37,
-    permute: 38,
-    transpose: 39,
-    get_rows: 40,
-    soft_max: 46,
-    rope: 48,
-    im2col: 52,
-    unary: 91,
-    set_rows: 42,
-    glu: 100,
-    flash_attn_ext: 74,
-};
+/// `enum ggml_op` of the 2026 revisions (102 entries; the same in every package and upstream
+/// release of this layout, from cui-llama.rn 1.12.2 to ggml 0.25.3).
+pub const OP_NAMES_2026: &[&str] = &[
+    "NONE", "DUP", "ADD", "ADD_ID", "ADD1", "ACC", "SUB", "MUL", "DIV", "SQR", "SQRT",
+    "LOG", "SIN", "COS", "SUM", "SUM_ROWS", "CUMSUM", "MEAN", "ARGMAX", "COUNT_EQUAL",
+    "REPEAT", "REPEAT_BACK", "CONCAT", "SILU_BACK", "NORM", "RMS_NORM", "RMS_NORM_BACK",
+    "GROUP_NORM", "L2_NORM", "MUL_MAT", "MUL_MAT_ID", "OUT_PROD", "SCALE", "SET", "CPY",
+    "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "GET_ROWS_BACK",
+    "SET_ROWS", "DIAG", "DIAG_MASK_INF", "DIAG_MASK_ZERO", "SOFT_MAX", "SOFT_MAX_BACK",
+    "ROPE", "ROPE_BACK", "CLAMP", "CONV_TRANSPOSE_1D", "IM2COL", "IM2COL_BACK",
+    "IM2COL_3D", "COL2IM_1D", "CONV_2D", "CONV_3D", "CONV_2D_DW", "CONV_TRANSPOSE_2D",
+    "POOL_1D", "POOL_2D", "POOL_2D_BACK", "UPSCALE", "PAD", "PAD_REFLECT_1D", "ROLL",
+    "ARANGE", "TIMESTEP_EMBEDDING", "ARGSORT", "TOP_K", "LEAKY_RELU", "TRI", "FILL",
+    "FLASH_ATTN_EXT", "FLASH_ATTN_BACK", "SSM_CONV", "SSM_SCAN", "WIN_PART",
+    "WIN_UNPART", "GET_REL_POS", "ADD_REL_POS", "RWKV_WKV6", "GATED_LINEAR_ATTN",
+    "RWKV_WKV7", "SOLVE_TRI", "GATED_DELTA_NET", "LIGHTNING_INDEXER", "DSV4_HC_COMB",
+    "DSV4_HC_PRE", "DSV4_HC_POST", "UNARY", "MAP_CUSTOM1", "MAP_CUSTOM2", "MAP_CUSTOM3",
+    "CUSTOM", "CROSS_ENTROPY_LOSS", "CROSS_ENTROPY_LOSS_BACK", "OPT_STEP_ADAMW",
+    "OPT_STEP_SGD", "GLU"
+];
+/// `enum ggml_unary_op` of the 2026 revisions.
+pub const UNARY_NAMES_2026: &[&str] = &[
+    "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK",
+    "SILU", "HARDSWISH", "HARDSIGMOID", "EXP", "EXPM1", "SOFTPLUS", "GELU_ERF", "XIELU",
+    "FLOOR", "CEIL", "ROUND", "TRUNC"
+];
 
 /// `impl Rev` for a marker of the 2026 layout, with the items where its revision differs from the
 /// others of that layout (`$facts`: a macro of those items, e.g. `facts_v0_20_0`).
@@ -49,7 +43,8 @@ macro_rules! rev_2026 {
             const TYPE_COUNT: i32 = 43;
             const REMOVED_TYPES: &'static [i32] = &[4, 5, 31, 32, 33, 36, 37, 38];
             const NBYTES_ZERO_FOR_EMPTY: bool = true;
-            const OPS: $crate::abi::OpIds = $crate::abi::layout2026::OPS_2026;
+            const OP_NAMES: &'static [&'static str] = $crate::abi::layout2026::OP_NAMES_2026;
+            const UNARY_NAMES: &'static [&'static str] = $crate::abi::layout2026::UNARY_NAMES_2026;
             const SCHED_PASS1_SKIPS_VIEWS: bool = false;
             const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
             const SCHED_SYNC_RESETS_COPY: bool = true;

@@ -1,6 +1,6 @@
 //! llama.rn 0.4.4 (`lm_`): ggml of December 2024.
 
-use super::{OpIds, CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
+use super::{CGraph, HashSet, Reg, Rev, Status, STATUS_SUCCESS};
 
 /// Marker for the llama.rn 0.4.4 revision.
 pub struct Lm;
@@ -11,35 +11,26 @@ impl Rev for Lm {
     const TYPE_COUNT: i32 = 36;
     const REMOVED_TYPES: &'static [i32] = &[4, 5];
     const NBYTES_ZERO_FOR_EMPTY: bool = false;
-    const OPS: OpIds = OpIds {
-        none: 0,
-        dup: 1,
-        add: 2,
-        sub: 5,
-        mul: 6,
-        div: 7,
-        sqr: 8,
-        sqrt: 9,
-        norm: 22,
-        rms_norm: 23,
-        mul_mat: 26,
-        mul_mat_id: 27,
-        scale: 29,
-        cpy: 31,
-        cont: 32,
-        reshape: 33,
-        view: 34,
-        permute: 35,
-        transpose: 36,
-        get_rows: 37,
-        soft_max: 42,
-        rope: 44,
-        im2col: 48,
-        unary: 69,
-        set_rows: -1,
-        glu: -1,
-        flash_attn_ext: 60,
-    };
+    // `enum ggml_op` and `enum ggml_unary_op` of llama.rn 0.4.4's ggml.h
+    const OP_NAMES: &'static [&'static str] = &[
+        "NONE", "DUP", "ADD", "ADD1", "ACC", "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG",
+        "SIN", "COS", "SUM", "SUM_ROWS", "MEAN", "ARGMAX", "COUNT_EQUAL", "REPEAT",
+        "REPEAT_BACK", "CONCAT", "SILU_BACK", "NORM", "RMS_NORM", "RMS_NORM_BACK",
+        "GROUP_NORM", "MUL_MAT", "MUL_MAT_ID", "OUT_PROD", "SCALE", "SET", "CPY", "CONT",
+        "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "GET_ROWS_BACK", "DIAG",
+        "DIAG_MASK_INF", "DIAG_MASK_ZERO", "SOFT_MAX", "SOFT_MAX_BACK", "ROPE", "ROPE_BACK",
+        "CLAMP", "CONV_TRANSPOSE_1D", "IM2COL", "IM2COL_BACK", "CONV_TRANSPOSE_2D",
+        "POOL_1D", "POOL_2D", "POOL_2D_BACK", "UPSCALE", "PAD", "ARANGE",
+        "TIMESTEP_EMBEDDING", "ARGSORT", "LEAKY_RELU", "FLASH_ATTN_EXT", "FLASH_ATTN_BACK",
+        "SSM_CONV", "SSM_SCAN", "WIN_PART", "WIN_UNPART", "GET_REL_POS", "ADD_REL_POS",
+        "RWKV_WKV6", "UNARY", "MAP_UNARY", "MAP_BINARY", "MAP_CUSTOM1_F32",
+        "MAP_CUSTOM2_F32", "MAP_CUSTOM3_F32", "MAP_CUSTOM1", "MAP_CUSTOM2", "MAP_CUSTOM3",
+        "CROSS_ENTROPY_LOSS", "CROSS_ENTROPY_LOSS_BACK", "OPT_STEP_ADAMW"
+    ];
+    const UNARY_NAMES: &'static [&'static str] = &[
+        "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK",
+        "SILU", "HARDSWISH", "HARDSIGMOID", "EXP"
+    ];
     const SCHED_PASS1_SKIPS_VIEWS: bool = true;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = false;
     const SCHED_SYNC_RESETS_COPY: bool = false;

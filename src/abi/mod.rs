@@ -71,7 +71,8 @@ pub const DEV_TYPE_GPU: DevType = 1;
 /// follow it; each revision's value is its `Rev::CPU_ORDER` below.
 pub use ggml_rs_kernels::CpuOrder;
 
-/// Ids of the `enum ggml_op` entries the library acts on, which the revisions number differently.
+/// Ids of the `enum ggml_op` entries the library acts on, which the revisions number differently
+/// (derived from the revision's op names, [`OpIds::of`]).
 #[derive(Clone, Copy, Debug)]
 pub struct OpIds {
     pub none: i32,
@@ -104,9 +105,42 @@ pub struct OpIds {
     pub flash_attn_ext: i32,
 }
 
-/// `enum ggml_unary_op` (same in every revision for the entries used).
-pub const UNARY_GELU: i32 = 8;
-pub const UNARY_SILU: i32 = 10;
+impl OpIds {
+    /// The ids of a revision whose `enum ggml_op` names are `names` (its `Rev::OP_NAMES`), at
+    /// compile time: no id is typed by hand.
+    pub const fn of(names: &[&str]) -> OpIds {
+        use ggml_rs_kernels::op::id_of;
+        OpIds {
+            none: id_of(names, "NONE"),
+            dup: id_of(names, "DUP"),
+            add: id_of(names, "ADD"),
+            sub: id_of(names, "SUB"),
+            mul: id_of(names, "MUL"),
+            div: id_of(names, "DIV"),
+            sqr: id_of(names, "SQR"),
+            sqrt: id_of(names, "SQRT"),
+            norm: id_of(names, "NORM"),
+            rms_norm: id_of(names, "RMS_NORM"),
+            mul_mat: id_of(names, "MUL_MAT"),
+            mul_mat_id: id_of(names, "MUL_MAT_ID"),
+            scale: id_of(names, "SCALE"),
+            cpy: id_of(names, "CPY"),
+            cont: id_of(names, "CONT"),
+            reshape: id_of(names, "RESHAPE"),
+            view: id_of(names, "VIEW"),
+            permute: id_of(names, "PERMUTE"),
+            transpose: id_of(names, "TRANSPOSE"),
+            get_rows: id_of(names, "GET_ROWS"),
+            soft_max: id_of(names, "SOFT_MAX"),
+            rope: id_of(names, "ROPE"),
+            im2col: id_of(names, "IM2COL"),
+            unary: id_of(names, "UNARY"),
+            set_rows: id_of(names, "SET_ROWS"),
+            glu: id_of(names, "GLU"),
+            flash_attn_ext: id_of(names, "FLASH_ATTN_EXT"),
+        }
+    }
+}
 
 /// A revision's line in `revisions.list`, implemented for each marker by the generated code.
 pub trait Listed {
@@ -131,8 +165,18 @@ pub trait Rev: Listed + 'static + Sized + Send + Sync {
     const REMOVED_TYPES: &'static [i32];
     /// `ggml_nbytes` returns 0 for a tensor with a dimension <= 0 in wsp, not in lm.
     const NBYTES_ZERO_FOR_EMPTY: bool;
-    /// The op ids the library acts on (views for the scheduler, everything the SIMD backend computes).
-    const OPS: OpIds;
+    /// `enum ggml_op`'s names in this revision's numbering (`GGML_OP_` dropped, without COUNT):
+    /// the one statement of its op ids, from its `ggml.h`; `tests/layout.rs` checks the ids read
+    /// from it against the package's header.
+    const OP_NAMES: &'static [&'static str];
+    /// `enum ggml_unary_op`'s names likewise (`GGML_UNARY_OP_` dropped).
+    const UNARY_NAMES: &'static [&'static str];
+    /// The op ids the library acts on (views for the scheduler, ...), from [`Rev::OP_NAMES`].
+    const OPS: OpIds = OpIds::of(Self::OP_NAMES);
+    /// Each op id's and each unary op id's [`Op`](ggml_rs_kernels::op::Op) for the SIMD backend,
+    /// from the names, at compile time.
+    #[cfg(feature = "simd")]
+    const OP_TABLE: ggml_rs_kernels::op::OpTable = ggml_rs_kernels::op::OpTable::new(Self::OP_NAMES, Self::UNARY_NAMES);
     /// ggml-cpu's float order where it differs between revisions (the SIMD backend follows it).
     const CPU_ORDER: CpuOrder;
     /// Scheduler pass 1 leaves view ops unassigned in lm; wsp assigns them too.

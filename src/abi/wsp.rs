@@ -1,6 +1,6 @@
 //! whisper.rn 0.4.3 (`wsp_`): ggml of mid 2025.
 
-use super::{OpIds, CGraph, Reg, Rev, Status};
+use super::{CGraph, Reg, Rev, Status};
 
 /// Marker for the whisper.rn 0.4.3 revision.
 pub struct Wsp;
@@ -11,35 +11,27 @@ impl Rev for Wsp {
     const TYPE_COUNT: i32 = 39;
     const REMOVED_TYPES: &'static [i32] = &[4, 5, 31, 32, 33, 36, 37, 38];
     const NBYTES_ZERO_FOR_EMPTY: bool = true;
-    const OPS: OpIds = OpIds {
-        none: 0,
-        dup: 1,
-        add: 2,
-        sub: 5,
-        mul: 6,
-        div: 7,
-        sqr: 8,
-        sqrt: 9,
-        norm: 22,
-        rms_norm: 23,
-        mul_mat: 27,
-        mul_mat_id: 28,
-        scale: 30,
-        cpy: 32,
-        cont: 33,
-        reshape: 34,
-        view: 35,
-        permute: 36,
-        transpose: 37,
-        get_rows: 38,
-        soft_max: 44,
-        rope: 46,
-        im2col: 50,
-        unary: 77,
-        set_rows: 40,
-        glu: 85,
-        flash_attn_ext: 66,
-    };
+    // `enum ggml_op` and `enum ggml_unary_op` of whisper.rn 0.4.3's ggml.h
+    const OP_NAMES: &'static [&'static str] = &[
+        "NONE", "DUP", "ADD", "ADD1", "ACC", "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG",
+        "SIN", "COS", "SUM", "SUM_ROWS", "MEAN", "ARGMAX", "COUNT_EQUAL", "REPEAT",
+        "REPEAT_BACK", "CONCAT", "SILU_BACK", "NORM", "RMS_NORM", "RMS_NORM_BACK",
+        "GROUP_NORM", "L2_NORM", "MUL_MAT", "MUL_MAT_ID", "OUT_PROD", "SCALE", "SET", "CPY",
+        "CONT", "RESHAPE", "VIEW", "PERMUTE", "TRANSPOSE", "GET_ROWS", "GET_ROWS_BACK",
+        "SET_ROWS", "DIAG", "DIAG_MASK_INF", "DIAG_MASK_ZERO", "SOFT_MAX", "SOFT_MAX_BACK",
+        "ROPE", "ROPE_BACK", "CLAMP", "CONV_TRANSPOSE_1D", "IM2COL", "IM2COL_BACK",
+        "CONV_2D", "CONV_2D_DW", "CONV_TRANSPOSE_2D", "POOL_1D", "POOL_2D", "POOL_2D_BACK",
+        "UPSCALE", "PAD", "PAD_REFLECT_1D", "ROLL", "ARANGE", "TIMESTEP_EMBEDDING",
+        "ARGSORT", "LEAKY_RELU", "FLASH_ATTN_EXT", "FLASH_ATTN_BACK", "SSM_CONV",
+        "SSM_SCAN", "WIN_PART", "WIN_UNPART", "GET_REL_POS", "ADD_REL_POS", "RWKV_WKV6",
+        "GATED_LINEAR_ATTN", "RWKV_WKV7", "UNARY", "MAP_CUSTOM1", "MAP_CUSTOM2",
+        "MAP_CUSTOM3", "CUSTOM", "CROSS_ENTROPY_LOSS", "CROSS_ENTROPY_LOSS_BACK",
+        "OPT_STEP_ADAMW", "GLU"
+    ];
+    const UNARY_NAMES: &'static [&'static str] = &[
+        "ABS", "SGN", "NEG", "STEP", "TANH", "ELU", "RELU", "SIGMOID", "GELU", "GELU_QUICK",
+        "SILU", "HARDSWISH", "HARDSIGMOID", "EXP", "GELU_ERF"
+    ];
     const SCHED_PASS1_SKIPS_VIEWS: bool = false;
     const SCHED_OFFLOAD_NEEDS_HOST_BUFFER: bool = true;
     const SCHED_SYNC_RESETS_COPY: bool = true;

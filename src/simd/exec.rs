@@ -1,7 +1,7 @@
 //! The SIMD backend's graph executor: what it supports, and running a graph node by node, each
 //! node's rows split across the thread pool.
 
-use super::op::{Node, Op};
+use super::op::{GgmlNames, Kernel, Node, Op};
 use super::{node, ops};
 use super::ops::mul_mat::streamed::{siblings, Ahead, Later, Streamed, LOOKAHEAD};
 use super::pool::Session;
@@ -16,36 +16,11 @@ static SKIP: once_cell::sync::Lazy<Vec<String>> = once_cell::sync::Lazy::new(|| 
     std::env::var("GGML_RS_SIMD_SKIP").map(|v| v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()).unwrap_or_default()
 });
 
-/// What computes an op: the module's `supports` and `compute` (see `ops`).
-struct Kernel {
-    supports: fn(&Node) -> bool,
-    compute: fn(&Session, &Node) -> bool,
-}
-
-/// The executor's one table: which module computes each op. `None` for the ops with nothing to
+/// Which module computes `op`: the op table's (`op::Op::kernel`), the 2026 graphs' ops only in the
+/// builds that serve a 2026 revision ([`super::SERVES_2026`]). `None` for the ops with nothing to
 /// compute (leaves, views) and for [`Op::Unsupported`].
 fn kernel(op: Op) -> Option<Kernel> {
-    macro_rules! k {
-        ($m:ident) => {
-            Some(Kernel { supports: ops::$m::supports, compute: ops::$m::compute })
-        };
-    }
-    match op {
-        Op::None | Op::View | Op::Unsupported => None,
-        Op::Add | Op::Sub | Op::Mul | Op::Div => k!(binary),
-        Op::Scale | Op::Sqr | Op::Sqrt | Op::Silu | Op::Gelu => k!(unary),
-        Op::Copy => k!(copy),
-        Op::Norm | Op::RmsNorm => k!(norm),
-        Op::SoftMax => k!(softmax),
-        Op::Rope => k!(rope),
-        Op::GetRows => k!(get_rows),
-        Op::Im2col => k!(im2col),
-        Op::MulMat => k!(mul_mat),
-        Op::SetRows | Op::Glu | Op::FlashAttnExt if !super::SERVES_2026 => None,
-        Op::SetRows => k!(set_rows),
-        Op::Glu => k!(glu),
-        Op::FlashAttnExt => k!(flash_attn),
-    }
+    op.kernel().filter(|_| super::SERVES_2026 || !op.since_2026())
 }
 
 /// Ops with nothing to compute (always supported).
@@ -203,10 +178,9 @@ fn streamed_product<R: Rev>(t: &Tensor<R>, n: &Node) -> Option<Streamed> {
 /// The profile row of a node: op, then each present tensor's type and shape (dst first).
 fn node_key<R: Rev>(t: &Tensor<R>) -> String {
     let mut key = crate::host::op_name::<R>(t.op).to_string();
-    match node::op(t) {
-        Op::Silu => key.push_str("(silu)"),
-        Op::Gelu => key.push_str("(gelu)"),
-        _ => {}
+    let op = node::op(t);
+    if let GgmlNames::unary(_) = op.ggml() {
+        key.push_str(&format!("({})", op.name().to_lowercase()));
     }
     let d = node::raw(t);
     let mut shape = |r: &Raw| key.push_str(&format!(" t{}[{}x{}x{}x{}]", r.ty, r.ne[0], r.ne[1], r.ne[2], r.ne[3]));

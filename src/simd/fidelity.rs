@@ -401,8 +401,12 @@ fn cases(order: CpuOrder) -> Vec<Case> {
     c.push(Case::MulMat(F16, F16));
     c.extend(weights().map(|w| Case::GetRows(w)));
     c.extend([Case::Norm, Case::RmsNorm, Case::RmsNormMul]);
-    c.extend(["add", "sub", "mul", "div"].map(Case::Binary));
-    c.extend([Build::WithF32("scale", 0.125), Build::Unary("sqr"), Build::Unary("sqrt"), Build::Unary("silu"), Build::Unary("gelu")].map(Case::Unary));
+    // the element-wise ops, from the op table (`Op::probe`)
+    c.extend(Op::ALL.iter().filter_map(|op| op.probe()).map(|(name, two)| match (name, two) {
+        (name, true) => Case::Binary(name),
+        ("scale", _) => Case::Unary(Build::WithF32("scale", 0.125)),
+        (name, false) => Case::Unary(Build::Unary(name)),
+    }));
     c.extend([Case::SoftMax { mask: None }, Case::SoftMax { mask: Some(F16) }, Case::SoftMax { mask: Some(F32) }, Case::Rope(0), Case::Rope(2)]);
     c.extend([Case::Copy(F32, F16), Case::Copy(F16, F32), Case::Im2col]);
     // the 2026 graphs' ops, which SIMD computes on the 2026 revisions only: the older hosts'

@@ -5,54 +5,12 @@
 
 use super::op::{Node, Op, Repack};
 use super::view::Raw;
-use crate::abi::{OpIds, Rev, Tensor, UNARY_GELU, UNARY_SILU};
+use crate::abi::{Rev, Tensor};
 
-/// The op of node `t` under revision `R`'s numbering.
+/// The op of node `t` under revision `R`'s numbering: its id (and for UNARY `op_params[0]`, the
+/// unary op) read through the revision's names ([`Rev::OP_TABLE`], built at compile time).
 pub fn op<R: Rev>(t: &Tensor<R>) -> Op {
-    op_from_ids(&R::OPS, t.op, t.op_params[0])
-}
-
-/// [`op`] over a revision's id table; `unary` is `op_params[0]` (read for UNARY only).
-pub fn op_from_ids(o: &OpIds, id: i32, unary: i32) -> Op {
-    let table = [
-        (o.none, Op::None),
-        (o.view, Op::View),
-        (o.reshape, Op::View),
-        (o.permute, Op::View),
-        (o.transpose, Op::View),
-        (o.add, Op::Add),
-        (o.sub, Op::Sub),
-        (o.mul, Op::Mul),
-        (o.div, Op::Div),
-        (o.scale, Op::Scale),
-        (o.sqr, Op::Sqr),
-        (o.sqrt, Op::Sqrt),
-        (o.cpy, Op::Copy),
-        (o.dup, Op::Copy),
-        (o.cont, Op::Copy),
-        (o.norm, Op::Norm),
-        (o.rms_norm, Op::RmsNorm),
-        (o.soft_max, Op::SoftMax),
-        (o.rope, Op::Rope),
-        (o.get_rows, Op::GetRows),
-        (o.im2col, Op::Im2col),
-        (o.mul_mat, Op::MulMat),
-        (o.set_rows, Op::SetRows),
-        (o.glu, Op::Glu),
-        (o.flash_attn_ext, Op::FlashAttnExt),
-    ];
-    if id < 0 {
-        // (a revision without an op has -1 in its slot)
-        return Op::Unsupported;
-    }
-    if id == o.unary {
-        return match unary {
-            UNARY_SILU => Op::Silu,
-            UNARY_GELU => Op::Gelu,
-            _ => Op::Unsupported,
-        };
-    }
-    table.iter().find(|(i, _)| *i == id).map_or(Op::Unsupported, |&(_, op)| op)
+    R::OP_TABLE.op(t.op, t.op_params[0])
 }
 
 /// Tensor `t`'s data, shape and strides.
@@ -137,22 +95,29 @@ mod tests {
     use super::*;
     use crate::abi::{Lm, Wsp};
 
-    /// lm's and wsp's tables translate to the same ops, and ids they do not name (a newer
-    /// revision's ops) are declined rather than misread.
+    /// Every revision's names translate to the same ops (lm and wsp number them differently),
+    /// and ids they do not name (a newer revision's ops) are declined rather than misread.
     #[test]
     fn translation_is_revision_free() {
-        for o in [&Lm::OPS, &Wsp::OPS] {
-            assert_eq!(op_from_ids(o, o.mul_mat, 0), Op::MulMat);
-            assert_eq!(op_from_ids(o, o.cont, 0), Op::Copy);
-            assert_eq!(op_from_ids(o, o.transpose, 0), Op::View);
-            assert_eq!(op_from_ids(o, o.unary, UNARY_SILU), Op::Silu);
-            assert_eq!(op_from_ids(o, o.unary, UNARY_GELU), Op::Gelu);
-            assert_eq!(op_from_ids(o, o.unary, 0), Op::Unsupported);
-            assert_eq!(op_from_ids(o, 101, 0), Op::Unsupported);
-            assert_eq!(op_from_ids(o, -1, 0), Op::Unsupported);
+        fn check<R: Rev>() {
+            let (o, t) = (R::OPS, R::OP_TABLE);
+            let unary = |name| ggml_rs_kernels::op::id_of(R::UNARY_NAMES, name);
+            assert_eq!(t.op(o.mul_mat, 0), Op::MulMat);
+            assert_eq!(t.op(o.cont, 0), Op::Copy);
+            assert_eq!(t.op(o.transpose, 0), Op::View);
+            assert_eq!(t.op(o.unary, unary("SILU")), Op::Silu);
+            assert_eq!(t.op(o.unary, unary("GELU")), Op::Gelu);
+            assert_eq!(t.op(o.unary, 0), Op::Unsupported);
+            assert_eq!(t.op(o.mul_mat_id, 0), Op::Unsupported);
+            assert_eq!(t.op(R::OP_NAMES.len() as i32, 0), Op::Unsupported);
+            assert_eq!(t.op(-1, 0), Op::Unsupported);
         }
-        // lm and wsp number ops differently; the translation hides it
+        check::<Lm>();
+        check::<Wsp>();
         assert_ne!(Lm::OPS.rope, Wsp::OPS.rope);
-        assert_eq!(op_from_ids(&Lm::OPS, Lm::OPS.rope, 0), op_from_ids(&Wsp::OPS, Wsp::OPS.rope, 0));
+        assert_eq!(Lm::OP_TABLE.op(Lm::OPS.rope, 0), Wsp::OP_TABLE.op(Wsp::OPS.rope, 0));
+        // ids as the packages' headers number them (tests/layout.rs checks all against the headers)
+        assert_eq!((Lm::OPS.mul_mat, Lm::OPS.unary, Lm::OPS.flash_attn_ext, Lm::OPS.set_rows), (26, 69, 60, -1));
+        assert_eq!((Wsp::OPS.mul_mat, Wsp::OPS.unary, Wsp::OPS.glu), (27, 77, 85));
     }
 }
