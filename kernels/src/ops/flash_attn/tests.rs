@@ -144,6 +144,8 @@ fn matches_reference_on_every_path() {
         // decode, split-KV (Gemma 3 270M: 4/1, head 256)
         Case { dk: 256, dv: 256, nq: 1, nh: 4, nkh: 1, nkv: 700, mask: Some(5), scale: 0.0625 },
         Case { dk: 64, dv: 64, nq: 1, nh: 6, nkh: 6, nkv: 1500, mask: None, scale: 0.125 },
+        // decode, split-KV, SmolLM2's groups of 3 heads, keys off the 8-key steps
+        Case { dk: 64, dv: 64, nq: 1, nh: 9, nkh: 3, nkv: 777, mask: Some(190), scale: 0.125 },
         // prompt, one_chunk
         Case { dk: 64, dv: 64, nq: 7, nh: 9, nkh: 3, nkv: 40, mask: Some(0), scale: 0.125 },
         Case { dk: 72, dv: 40, nq: 32, nh: 2, nkh: 1, nkv: 77, mask: Some(2), scale: 0.1 },
