@@ -193,6 +193,7 @@ pub(super) unsafe fn one_row(a: &Attn, idx: (usize, usize, usize), ic: Range<usi
     buf.vkq.fill(0);
     let mask = a.mask_row(idx);
     let head = (idx.1, idx.2);
+    let (k_head, v_head) = (a.k_head(head), a.v_head(head));
     let (mut m, mut sum) = (f32::NEG_INFINITY, 0f32);
     let qq = &buf.qq[..];
     let vkq = &mut buf.vkq[..];
@@ -211,14 +212,14 @@ pub(super) unsafe fn one_row(a: &Attn, idx: (usize, usize, usize), ic: Range<usi
         }
         let mut dots = [0f32; 8];
         if nb == 8 {
-            let rows = std::array::from_fn(|j| a.k_row(c + j, head));
+            let rows = std::array::from_fn(|j| k_head.row(c + j));
             // SAFETY: AVX2 by this function's contract; K rows hold dk = qq.len() halves.
             dots = unsafe { dot_f16::<8>(rows, qq) };
         } else {
             for j in 0..nb {
                 if mv[j] != f32::NEG_INFINITY {
                     // SAFETY: as above.
-                    dots[j] = unsafe { dot_f16::<1>([a.k_row(c + j, head)], qq) }[0];
+                    dots[j] = unsafe { dot_f16::<1>([k_head.row(c + j)], qq) }[0];
                 }
             }
         }
@@ -237,7 +238,7 @@ pub(super) unsafe fn one_row(a: &Attn, idx: (usize, usize, usize), ic: Range<usi
             } else {
                 vs = (s - m).exp();
             }
-            mad_f16(vkq, a.v_row(c + j, head), vs);
+            mad_f16(vkq, v_head.row(c + j), vs);
             sum = sum.mul_add(ms, vs);
         }
         c += nb;
@@ -290,19 +291,19 @@ impl TileBuf {
 
 /// A row-major f32 matrix: its first element and row stride.
 #[derive(Clone, Copy)]
-struct Mat {
+pub(super) struct Mat {
     p: *mut f32,
     ld: usize,
 }
 
 impl Mat {
     /// A matrix only read.
-    fn of(s: &[f32], ld: usize) -> Mat {
+    pub(super) fn of(s: &[f32], ld: usize) -> Mat {
         Mat { p: s.as_ptr() as *mut f32, ld }
     }
 
     /// A matrix written (C).
-    fn of_mut(s: &mut [f32], ld: usize) -> Mat {
+    pub(super) fn of_mut(s: &mut [f32], ld: usize) -> Mat {
         Mat { p: s.as_mut_ptr(), ld }
     }
 
@@ -317,35 +318,43 @@ impl Mat {
 }
 
 /// `C[m x n] += A[m x k] * B[k x n]` as `simd_gemm` computes each element:
-/// `c = fma(b[kk][j], a[i][kk], c)` for kk in order, from C's value. Blocked 4 rows x 16
-/// columns here (ggml: 6 x 16); every element keeps its own chain, so the blocking changes no
-/// bit. `n` is a multiple of 8.
+/// `c = fma(b[kk][j], a[i][kk], c)` for kk in order, from C's value. Blocked 6 rows x 16
+/// columns as ggml's AVX2 kernel (4 and 1 for the leftover rows), walked column block by column
+/// block so a block's `k x 16` of B (16 KiB for a 256-long K row) stays in L1 for every row
+/// block (row blocks outside read the whole of B from L2 once per six rows); every element keeps
+/// its own chain, so neither the blocking nor the walk changes a bit. `n` is a multiple of 8.
 ///
 /// # Safety
 /// AVX2/FMA; the three matrices hold the elements their dimensions and strides address; C is
 /// written (made by [`Mat::of_mut`]), A and B only read.
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn gemm(c: Mat, a: Mat, b: Mat, m: usize, k: usize, n: usize) {
+pub(super) unsafe fn gemm(c: Mat, a: Mat, b: Mat, m: usize, k: usize, n: usize) {
     debug_assert!(n.is_multiple_of(8));
-    let mut i = 0;
-    while i < m {
-        let rows = if m - i >= 4 { 4 } else { 1 };
-        let mut j = 0;
-        while j < n {
-            let cols = if n - j >= 16 { 16 } else { 8 };
-            // SAFETY: rows i..i + rows < m, columns j..j + cols <= n, as the contract allows.
+    let mut j = 0;
+    while j < n {
+        let cols = if n - j >= 16 { 16 } else { 8 };
+        let mut i = 0;
+        while i < m {
+            let rows = match m - i {
+                6.. => 6,
+                4 | 5 => 4,
+                _ => 1,
+            };
+            // SAFETY: rows i..i + rows <= m, columns j..j + cols <= n, as the contract allows.
             unsafe {
                 let (cb, ab, bb) = (c.at(i, j), a.at(i, 0), b.at(0, j));
                 match (rows, cols) {
+                    (6, 16) => ukernel::<6, 2>(cb, ab, bb, k),
+                    (6, _) => ukernel::<6, 1>(cb, ab, bb, k),
                     (4, 16) => ukernel::<4, 2>(cb, ab, bb, k),
                     (4, _) => ukernel::<4, 1>(cb, ab, bb, k),
                     (_, 16) => ukernel::<1, 2>(cb, ab, bb, k),
                     _ => ukernel::<1, 1>(cb, ab, bb, k),
                 }
             }
-            j += cols;
+            i += rows;
         }
-        i += rows;
+        j += cols;
     }
 }
 
@@ -413,6 +422,96 @@ fn row_max(row: &[f32]) -> f32 {
     row.iter().fold(f32::NEG_INFINITY, |m, &v| if m > v { m } else { v })
 }
 
+/// Keys `ic..ic + kv` of the K head `head` widened into the K tile, transposed: `kt[d * 64 + tk]`
+/// (ggml's `K_f32[dk][kv]`). Eight keys by eight dimensions at a time through an 8x8 register
+/// transpose: the widening is exact, so only where each value lands matters, and the 64-key rows
+/// are written with whole vectors instead of one float per key and dimension.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) fn pack_k(a: &Attn, ic: usize, kv: usize, head: (usize, usize), kt: &mut [f32]) {
+    let dk = a.dk;
+    assert!(kv <= KV_TILE && kt.len() >= dk * KV_TILE);
+    let (full_k, full_d) = (kv / 8 * 8, dk / 8 * 8);
+    let k_head = a.k_head(head);
+    for tk in (0..full_k).step_by(8) {
+        let rows: [&[u16]; 8] = std::array::from_fn(|r| k_head.row(ic + tk + r));
+        for d in (0..full_d).step_by(8) {
+            // SAFETY: d + 8 <= dk halves of every K row (a K head's rows hold dk of them).
+            let v = std::array::from_fn(|r| unsafe { load8h(rows[r].as_ptr().add(d)) });
+            for (e, x) in transpose8(v).into_iter().enumerate() {
+                // SAFETY: (d + e) * 64 + tk + 8 <= (dk - 1) * 64 + kv <= dk * 64 <= kt.len().
+                unsafe { _mm256_storeu_ps(kt.as_mut_ptr().add((d + e) * KV_TILE + tk), x) };
+            }
+        }
+        for d in full_d..dk {
+            for (r, k) in rows.iter().enumerate() {
+                kt[d * KV_TILE + tk + r] = f16_to_f32(k[d]);
+            }
+        }
+    }
+    for tk in full_k..kv {
+        let k = k_head.row(ic + tk);
+        for d in 0..dk {
+            kt[d * KV_TILE + tk] = f16_to_f32(k[d]);
+        }
+    }
+}
+
+/// Eight rows of eight floats turned into eight columns (`out[e][r] = v[r][e]`).
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn transpose8(v: [__m256; 8]) -> [__m256; 8] {
+    // pairs of rows interleaved: t0 = v0[0] v1[0] v0[1] v1[1] | v0[4] v1[4] v0[5] v1[5], ...
+    let t0 = _mm256_unpacklo_ps(v[0], v[1]);
+    let t1 = _mm256_unpackhi_ps(v[0], v[1]);
+    let t2 = _mm256_unpacklo_ps(v[2], v[3]);
+    let t3 = _mm256_unpackhi_ps(v[2], v[3]);
+    let t4 = _mm256_unpacklo_ps(v[4], v[5]);
+    let t5 = _mm256_unpackhi_ps(v[4], v[5]);
+    let t6 = _mm256_unpacklo_ps(v[6], v[7]);
+    let t7 = _mm256_unpackhi_ps(v[6], v[7]);
+    // four rows' element e | e + 4
+    let s0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+    let s1 = _mm256_shuffle_ps::<0xee>(t0, t2);
+    let s2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+    let s3 = _mm256_shuffle_ps::<0xee>(t1, t3);
+    let s4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+    let s5 = _mm256_shuffle_ps::<0xee>(t4, t6);
+    let s6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+    let s7 = _mm256_shuffle_ps::<0xee>(t5, t7);
+    [
+        _mm256_permute2f128_ps::<0x20>(s0, s4),
+        _mm256_permute2f128_ps::<0x20>(s1, s5),
+        _mm256_permute2f128_ps::<0x20>(s2, s6),
+        _mm256_permute2f128_ps::<0x20>(s3, s7),
+        _mm256_permute2f128_ps::<0x31>(s0, s4),
+        _mm256_permute2f128_ps::<0x31>(s1, s5),
+        _mm256_permute2f128_ps::<0x31>(s2, s6),
+        _mm256_permute2f128_ps::<0x31>(s3, s7),
+    ]
+}
+
+/// A mask row's halves widened into `out` (exact); whether every one is -inf.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn widen_mask(mp: &[u16], out: &mut [f32]) -> bool {
+    let n = mp.len().min(out.len());
+    let full = n / 8 * 8;
+    let ninf = _mm256_set1_ps(f32::NEG_INFINITY);
+    let mut all = true;
+    for i in (0..full).step_by(8) {
+        // SAFETY: i + 8 <= n bounds both rows.
+        unsafe {
+            let x = load8h(mp.as_ptr().add(i));
+            _mm256_storeu_ps(out.as_mut_ptr().add(i), x);
+            all &= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(x, ninf)) == 0xff;
+        }
+    }
+    for i in full..n {
+        out[i] = f16_to_f32(mp[i]);
+        all &= out[i] == f32::NEG_INFINITY;
+    }
+    all
+}
+
 /// `lm_ggml_compute_forward_flash_attn_ext_tiled` for one tile: `rows` query rows from flat
 /// row `ir` (one head), every key in tiles of 64.
 ///
@@ -422,6 +521,7 @@ fn row_max(row: &[f32]) -> f32 {
 pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
     let (i1, i2, i3) = a.row_index(ir);
     let head = (i2, i3);
+    let v_head = a.v_head(head);
     let (dk, dv) = (a.dk, a.dv);
     t.m = [f32::NEG_INFINITY; Q_TILE];
     t.s = [0.0; Q_TILE];
@@ -441,11 +541,8 @@ pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
             for tq in 0..rows {
                 let mp = a.mask_row((i1 + tq, i2, i3)).expect("mask present");
                 let mrow = &mut t.mask[tq * KV_TILE..(tq + 1) * KV_TILE];
-                for tk in 0..kv {
-                    // slope * mask with slope 1 (no ALiBi): the mask value itself
-                    mrow[tk] = f16_to_f32(mp[ic + tk]);
-                    can_skip &= mrow[tk] == f32::NEG_INFINITY;
-                }
+                // slope * mask with slope 1 (no ALiBi): the mask value itself, widened 8 at a time
+                can_skip &= widen_mask(&mp[ic..ic + kv], &mut mrow[..kv]);
                 mrow[kv..].fill(f32::NEG_INFINITY);
             }
             if can_skip {
@@ -453,23 +550,7 @@ pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
                 continue;
             }
         }
-        // K tile transposed: kt[d][tk]
-        for tk in 0..kv {
-            let k = a.k_row(ic + tk, head);
-            let mut d = 0;
-            while d + 8 <= dk {
-                let mut w = [0f32; 8];
-                // SAFETY: d + 8 <= dk halves of the row; w holds 8 floats.
-                unsafe { _mm256_storeu_ps(w.as_mut_ptr(), load8h(k.as_ptr().add(d))) };
-                for (e, &x) in w.iter().enumerate() {
-                    t.kt[(d + e) * KV_TILE + tk] = x;
-                }
-                d += 8;
-            }
-            for d in d..dk {
-                t.kt[d * KV_TILE + tk] = f16_to_f32(k[d]);
-            }
-        }
+        pack_k(a, ic, kv, head, &mut t.kt);
         let kq = &mut t.kq[..rows * KV_TILE];
         kq.fill(0.0);
         // SAFETY: kq is rows x 64 (held mutably here), q rows x dk, kt dk x 64; AVX2 by this
@@ -506,7 +587,7 @@ pub(super) unsafe fn tile(a: &Attn, ir: usize, rows: usize, t: &mut TileBuf) {
             t.s[tq] = (t.s[tq] as f64 + soft_max_row(row, mnew)) as f32;
         }
         for tk in 0..kv {
-            let v = a.v_row(ic + tk, head);
+            let v = v_head.row(ic + tk);
             let out = &mut t.v32[tk * dv..(tk + 1) * dv];
             let mut d = 0;
             while d + 8 <= dv {

@@ -178,20 +178,33 @@ impl Attn {
         unsafe { std::slice::from_raw_parts(p, self.dk) }
     }
 
-    /// Key `ic` of the K head serving query head (i2, i3), `dk` halves.
-    fn k_row(&self, ic: usize, (i2, i3): (usize, usize)) -> &[u16] {
-        let (k2, k3) = (i2 / (self.nh / self.k.ne[2]), i3 / (self.n3 / self.k.ne[3]));
-        let p = self.k.ptr(0, ic, k2, k3) as *const u16;
-        // SAFETY: ic < nkv, k2 < k.ne[2], k3 < k.ne[3]; contiguous 2-byte aligned F16 rows.
-        unsafe { std::slice::from_raw_parts(p, self.dk) }
+    /// Key `ic` of the K head serving query head (i2, i3), `dk` halves (neon.rs; the AVX2 loops
+    /// take a head's rows once).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    fn k_row(&self, ic: usize, head: (usize, usize)) -> &[u16] {
+        self.k_head(head).row(ic)
     }
 
     /// Value `ic` of the V head serving query head (i2, i3), `dv` halves.
-    fn v_row(&self, ic: usize, (i2, i3): (usize, usize)) -> &[u16] {
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    fn v_row(&self, ic: usize, head: (usize, usize)) -> &[u16] {
+        self.v_head(head).row(ic)
+    }
+
+    /// The K rows serving query head (i2, i3): the head's broadcast found once (two divisions),
+    /// not once per key.
+    fn k_head(&self, (i2, i3): (usize, usize)) -> HeadRows<'_> {
+        let (k2, k3) = (i2 / (self.nh / self.k.ne[2]), i3 / (self.n3 / self.k.ne[3]));
+        assert!(k2 < self.k.ne[2] && k3 < self.k.ne[3]);
+        HeadRows { base: self.k.ptr(0, 0, k2, k3) as *const u16, nb1: self.k.nb[1], len: self.dk, n: self.nkv, _attn: self }
+    }
+
+    /// The V rows serving query head (i2, i3), as [`Attn::k_head`].
+    fn v_head(&self, (i2, i3): (usize, usize)) -> HeadRows<'_> {
         let (v2, v3) = (i2 / (self.nh / self.v.ne[2]), i3 / (self.n3 / self.v.ne[3]));
-        let p = self.v.ptr(0, ic, v2, v3) as *const u16;
-        // SAFETY: as k_row (v.ne[1] == nkv checked by supports).
-        unsafe { std::slice::from_raw_parts(p, self.dv) }
+        assert!(v2 < self.v.ne[2] && v3 < self.v.ne[3]);
+        // v.ne[1] == nkv checked by supports
+        HeadRows { base: self.v.ptr(0, 0, v2, v3) as *const u16, nb1: self.v.nb[1], len: self.dv, n: self.nkv, _attn: self }
     }
 
     /// The mask row of query row (iq1, iq2, iq3): its first `nkv` halves.
@@ -210,6 +223,31 @@ impl Attn {
         // SAFETY: contiguous F32 dst of [dv, nh, nq, n3] (supports); each query row is written
         // by exactly one thread (the paths below hand out disjoint rows).
         unsafe { std::slice::from_raw_parts_mut(p, self.dv) }
+    }
+}
+
+/// One K or V head's rows (F16, contiguous within a row), borrowed from the node's operands.
+#[derive(Clone, Copy)]
+pub(crate) struct HeadRows<'a> {
+    base: *const u16,
+    /// bytes from one key's row to the next
+    nb1: usize,
+    /// halves per row
+    len: usize,
+    /// rows (keys)
+    n: usize,
+    _attn: &'a Attn,
+}
+
+impl<'a> HeadRows<'a> {
+    /// Row `ic`.
+    #[inline]
+    fn row(&self, ic: usize) -> &'a [u16] {
+        assert!(ic < self.n);
+        // SAFETY: the head's indices were checked against ne (k_head / v_head) and ic < nkv:
+        // a row of `len` contiguous 2-byte aligned halves inside the tensor (supports and compute
+        // checked strides and data), only read while the node computes.
+        unsafe { std::slice::from_raw_parts(self.base.cast::<u8>().add(ic * self.nb1).cast::<u16>(), self.len) }
     }
 }
 

@@ -46,40 +46,59 @@ struct Case {
     scale: f32,
 }
 
-fn run(c: &Case, threads: usize) {
-    let q = values(c.dk * c.nq * c.nh, 1);
-    let k: Vec<u16> = values(c.dk * c.nkv * c.nkh, 2).iter().map(|&x| fp32_to_fp16(x)).collect();
-    let v: Vec<u16> = values(c.dv * c.nkv * c.nkh, 3).iter().map(|&x| fp32_to_fp16(x)).collect();
-    let mut mask: Vec<u16> = vec![0; c.nkv * c.nq];
-    if let Some(pad) = c.mask {
-        // query i sees keys up to nkv - pad - nq + i
-        for i in 0..c.nq {
-            for j in 0..c.nkv {
-                let visible = j + pad + c.nq <= c.nkv + i;
-                mask[i * c.nkv + j] = if visible { fp32_to_fp16((j % 3) as f32 * -0.25) } else { 0xfc00 };
+/// A case's operands: Q, K, V (halves) and the mask (halves, all 0 without one).
+struct Operands {
+    q: Vec<f32>,
+    k: Vec<u16>,
+    v: Vec<u16>,
+    mask: Vec<u16>,
+}
+
+impl Operands {
+    fn new(c: &Case) -> Operands {
+        let q = values(c.dk * c.nq * c.nh, 1);
+        let k: Vec<u16> = values(c.dk * c.nkv * c.nkh, 2).iter().map(|&x| fp32_to_fp16(x)).collect();
+        let v: Vec<u16> = values(c.dv * c.nkv * c.nkh, 3).iter().map(|&x| fp32_to_fp16(x)).collect();
+        let mut mask: Vec<u16> = vec![0; c.nkv * c.nq];
+        if let Some(pad) = c.mask {
+            // query i sees keys up to nkv - pad - nq + i
+            for i in 0..c.nq {
+                for j in 0..c.nkv {
+                    let visible = j + pad + c.nq <= c.nkv + i;
+                    mask[i * c.nkv + j] = if visible { fp32_to_fp16((j % 3) as f32 * -0.25) } else { 0xfc00 };
+                }
             }
         }
+        Operands { q, k, v, mask }
     }
-    let mut q = q;
-    let (mut k, mut v) = (k, v);
+
+    /// The node over these operands writing `out` (`dv * nh * nq` floats).
+    fn node(&mut self, c: &Case, out: &mut [f32]) -> Node {
+        let mut params = [0i32; 16];
+        params[0] = c.scale.to_bits() as i32;
+        Node {
+            op: Op::FlashAttnExt,
+            dst: raw(out.as_mut_ptr() as *mut u8, F32, 4, [c.dv, c.nh, c.nq, 1]),
+            src: [
+                Some(raw(self.q.as_mut_ptr() as *mut u8, F32, 4, [c.dk, c.nq, c.nh, 1])),
+                Some(raw(self.k.as_mut_ptr() as *mut u8, F16, 2, [c.dk, c.nkv, c.nkh, 1])),
+                Some(raw(self.v.as_mut_ptr() as *mut u8, F16, 2, [c.dv, c.nkv, c.nkh, 1])),
+                c.mask.map(|_| raw(self.mask.as_mut_ptr() as *mut u8, F16, 2, [c.nkv, c.nq, 1, 1])),
+                None,
+            ],
+            params,
+            order: ORDER_2026,
+            q8k: None,
+            repack: None,
+        }
+    }
+}
+
+fn run(c: &Case, threads: usize) {
+    let mut ops = Operands::new(c);
     let mut out = vec![0f32; c.dv * c.nh * c.nq];
-    let mut params = [0i32; 16];
-    params[0] = c.scale.to_bits() as i32;
-    let node = Node {
-        op: Op::FlashAttnExt,
-        dst: raw(out.as_mut_ptr() as *mut u8, F32, 4, [c.dv, c.nh, c.nq, 1]),
-        src: [
-            Some(raw(q.as_mut_ptr() as *mut u8, F32, 4, [c.dk, c.nq, c.nh, 1])),
-            Some(raw(k.as_mut_ptr() as *mut u8, F16, 2, [c.dk, c.nkv, c.nkh, 1])),
-            Some(raw(v.as_mut_ptr() as *mut u8, F16, 2, [c.dv, c.nkv, c.nkh, 1])),
-            c.mask.map(|_| raw(mask.as_mut_ptr() as *mut u8, F16, 2, [c.nkv, c.nq, 1, 1])),
-            None,
-        ],
-        params,
-        order: ORDER_2026,
-        q8k: None,
-        repack: None,
-    };
+    let node = ops.node(c, &mut out);
+    let Operands { q, k, v, mask } = &ops;
     assert!(supports(&node));
     let pool = Pool::new(threads);
     assert!(compute(&pool.session(), &node));
@@ -125,6 +144,8 @@ fn matches_reference_on_every_path() {
         // decode, split-KV (Gemma 3 270M: 4/1, head 256)
         Case { dk: 256, dv: 256, nq: 1, nh: 4, nkh: 1, nkv: 700, mask: Some(5), scale: 0.0625 },
         Case { dk: 64, dv: 64, nq: 1, nh: 6, nkh: 6, nkv: 1500, mask: None, scale: 0.125 },
+        // decode, split-KV, SmolLM2's groups of 3 heads, keys off the 8-key steps
+        Case { dk: 64, dv: 64, nq: 1, nh: 9, nkh: 3, nkv: 777, mask: Some(190), scale: 0.125 },
         // prompt, one_chunk
         Case { dk: 64, dv: 64, nq: 7, nh: 9, nkh: 3, nkv: 40, mask: Some(0), scale: 0.125 },
         Case { dk: 72, dv: 40, nq: 32, nh: 2, nkh: 1, nkv: 77, mask: Some(2), scale: 0.1 },
@@ -201,6 +222,97 @@ fn neon_helpers_follow_ggml_order() {
                 model::scale(&mut ym, v, hp);
                 assert_eq!(y, ym, "scale n {n} v {v} hp {hp}");
             }
+        }
+    }
+}
+
+/// The tiled path's matrix product against a scalar model of `simd_gemm`'s chains
+/// (`c = fma(b, a, c)` per element, k in order, from C's value), bit for bit, on shapes that take
+/// every row and column block.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn tile_gemm_keeps_each_element_chain() {
+    use super::avx2::{gemm, Mat};
+    if !level_computes() {
+        return;
+    }
+    for (m, k, n) in [(64, 256, 64), (64, 64, 256), (13, 40, 24), (5, 7, 8), (1, 3, 16), (11, 64, 72)] {
+        let (a, b, c0) = (values(m * k, 7), values(k * n, 8), values(m * n, 9));
+        let mut c = c0.clone();
+        // SAFETY: c is m x n, a m x k, b k x n, row-major; the level has AVX2/FMA/F16C.
+        unsafe { gemm(Mat::of_mut(&mut c, n), Mat::of(&a, k), Mat::of(&b, n), m, k, n) };
+        for i in 0..m {
+            for j in 0..n {
+                let want = (0..k).fold(c0[i * n + j], |acc, kk| b[kk * n + j].mul_add(a[i * k + kk], acc));
+                assert_eq!(c[i * n + j].to_bits(), want.to_bits(), "m {m} k {k} n {n} at ({i}, {j})");
+            }
+        }
+    }
+}
+
+/// The K tile's transposed widening puts every key's every dimension where ggml's scalar loop
+/// does, for key counts and head sizes off the 8-wide blocks.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn k_tile_is_the_transpose() {
+    use super::avx2::pack_k;
+    use super::{Attn, KV_TILE};
+    if !level_computes() {
+        return;
+    }
+    for (dk, nkv, ic, kv) in [(256, 512, 64, 64), (64, 150, 128, 22), (40, 90, 64, 26), (20, 9, 0, 9)] {
+        let c = Case { dk, dv: dk, nq: 1, nh: 2, nkh: 2, nkv, mask: None, scale: 1.0 };
+        let mut ops = Operands::new(&c);
+        let mut out = vec![0f32; c.dv * c.nh];
+        let a = Attn::new(&ops.node(&c, &mut out));
+        let mut kt = vec![f32::NAN; dk * KV_TILE];
+        // SAFETY: the level has AVX2/FMA/F16C.
+        unsafe { pack_k(&a, ic, kv, (1, 0), &mut kt) };
+        for d in 0..dk {
+            for tk in 0..KV_TILE {
+                let got = kt[d * KV_TILE + tk];
+                if tk < kv {
+                    assert_eq!(got.to_bits(), fp16_to_fp32(ops.k[(nkv + ic + tk) * dk + d]).to_bits(), "dk {dk} d {d} key {tk}");
+                } else {
+                    assert!(got.is_nan(), "dk {dk}: key {tk} past the tile written");
+                }
+            }
+        }
+    }
+}
+
+/// The tiled path's time on Gemma 3 270M's prompt shape (pp512: 4 query heads on one K/V head of
+/// 256, causal mask), min of 7, one and two threads:
+/// `cargo test --release -p ggml-rs-kernels flash_attn_tiled_timing -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn flash_attn_tiled_timing() {
+    if !level_computes() {
+        return;
+    }
+    let cases = [
+        ("gemma pp512", Case { dk: 256, dv: 256, nq: 512, nh: 4, nkh: 1, nkv: 512, mask: Some(0), scale: 0.0625 }),
+        ("smollm2 pp512", Case { dk: 64, dv: 64, nq: 512, nh: 9, nkh: 3, nkv: 512, mask: Some(0), scale: 0.125 }),
+        ("gemma tg @ d576", Case { dk: 256, dv: 256, nq: 1, nh: 4, nkh: 1, nkv: 768, mask: Some(192), scale: 0.0625 }),
+        ("smollm2 tg @ d576", Case { dk: 64, dv: 64, nq: 1, nh: 9, nkh: 3, nkv: 768, mask: Some(192), scale: 0.125 }),
+    ];
+    for (name, c) in &cases {
+        let mut ops = Operands::new(c);
+        let mut out = vec![0f32; c.dv * c.nh * c.nq];
+        let node = ops.node(c, &mut out);
+        for threads in [1, 2] {
+            let pool = Pool::new(threads);
+            let reps = if c.nq == 1 { 200 } else { 1 };
+            let best = (0..7)
+                .map(|_| {
+                    let t = std::time::Instant::now();
+                    for _ in 0..reps {
+                        assert!(compute(&pool.session(), &node));
+                    }
+                    t.elapsed().as_secs_f64() * 1e6 / reps as f64
+                })
+                .fold(f64::INFINITY, f64::min);
+            println!("{name}: {threads} thread(s) {best:.1} us (min of 7)");
         }
     }
 }
