@@ -29,7 +29,7 @@
 pub(super) mod q4k;
 
 use super::b32::{BLOCK_BYTES, QK};
-use super::{for_groups, quantize_rows, TILE};
+use super::{for_group_runs, for_groups, quantize_rows, TILE};
 use crate::cpu_features::SimdLevel;
 use crate::op::Node;
 use crate::pool::Session;
@@ -87,6 +87,12 @@ pub(super) fn compute(s: &Session, n: &Node, q: Quants, il: Interleave) -> bool 
         return false;
     }
     let acts = &acts;
+    if rows == 1 {
+        return for_group_runs::<4>(s, n, nb * q.x4_bytes(), |p, w, out| {
+            // SAFETY: as below.
+            unsafe { gemv(w, q, il, &acts[p * nb..(p + 1) * nb], out) }
+        });
+    }
     for_groups(s, n, nb * q.x4_bytes(), |p, j| &acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], |w, tile, out| {
         // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
         unsafe { group(w, q, il, tile, out) }
@@ -122,6 +128,118 @@ unsafe fn sdot8(r: int32x4_t, w: &[int8x16_t; 8], a0: int8x16_t, a1: int8x16_t) 
         );
     }
     r
+}
+
+/// One activation row `y` against a run of groups of four weight rows (`w`: whole groups of
+/// `y.len()` interleaved blocks each), `out[4g + c]` for row `c` of group `g`: ggml's gemv lane
+/// plans, each block's 128 or 64 quant bytes read once and used in place. [`group`] unpacks a
+/// block's interleaved bytes into one lane per row first (the `uzp`s of the 8-byte layouts), an
+/// unpacking that pays for itself only over several activation rows; this path's integers are
+/// the same exact sums and its float step the same `fma(I, d_w * d_a, acc)` per block.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+pub(super) unsafe fn gemv(w: &[u8], q: Quants, il: Interleave, y: &[BlockQ8_0], out: &mut [f32]) {
+    let nb = y.len();
+    let bytes = q.x4_bytes();
+    let groups = out.len() / 4;
+    assert!(out.len() == 4 * groups && w.len() >= groups * nb * bytes);
+    // SAFETY: dotprod as the caller guarantees; every read below is inside `w` (checked above:
+    // block `b` of group `g` is `bytes` long at `(g * nb + b) * bytes`) or inside a `y` block.
+    unsafe {
+        match (q, il) {
+            (Quants::Q8_0, Interleave::Eight) => gemv_with(w, bytes, y, out, |p, y| q8_0_x8(p, y)),
+            (Quants::Q4_0, Interleave::Eight) => gemv_with(w, bytes, y, out, |p, y| vshrq_n_s32::<4>(q4_0_x8(p, y))),
+            (Quants::Q8_0, Interleave::Four) => gemv_with(w, bytes, y, out, |p, y| {
+                let c: [int8x16_t; 8] = std::array::from_fn(|i| vld1q_s8(p.add(8 + 16 * i) as *const i8));
+                sdot8(vdupq_n_s32(0), &c, vld1q_s8(y.qs.as_ptr()), vld1q_s8(y.qs.as_ptr().add(16)))
+            }),
+            (Quants::Q4_0, Interleave::Four) => {
+                let mhi = vdupq_n_u8(0xF0);
+                gemv_with(w, bytes, y, out, |p, y| {
+                    let c: [uint8x16_t; 4] = std::array::from_fn(|i| vld1q_u8(p.add(8 + 16 * i)));
+                    let wv = std::array::from_fn(|i| vreinterpretq_s8_u8(if i < 4 { vshlq_n_u8::<4>(c[i]) } else { vandq_u8(c[i - 4], mhi) }));
+                    vshrq_n_s32::<4>(sdot8(vdupq_n_s32(0), &wv, vld1q_s8(y.qs.as_ptr()), vld1q_s8(y.qs.as_ptr().add(16))))
+                })
+            }
+            (Quants::IQ4NL, _) => {
+                let kv = vld1q_s8(crate::quant::iq4_nl::KVALUES.as_ptr());
+                let m4 = vdupq_n_u8(0x0F);
+                assert!(il == Interleave::Four, "IQ4_NL has only the 4x4 layout");
+                gemv_with(w, bytes, y, out, |p, y| {
+                    let c: [uint8x16_t; 4] = std::array::from_fn(|i| vld1q_u8(p.add(8 + 16 * i)));
+                    let wv = std::array::from_fn(|i| vqtbl1q_s8(kv, if i < 4 { vandq_u8(c[i], m4) } else { vshrq_n_u8::<4>(c[i - 4]) }));
+                    sdot8(vdupq_n_s32(0), &wv, vld1q_s8(y.qs.as_ptr()), vld1q_s8(y.qs.as_ptr().add(16)))
+                })
+            }
+        }
+    }
+}
+
+/// The loop of [`gemv`]: per group, per block `acc = fma(dot(block, y_b), d_w * d_a, acc)`
+/// (`dot`: the four rows' exact integer sums, lanes by row).
+///
+/// # Safety
+/// As [`gemv`], whose checks it relies on; `dot` reads only its block and `y`'s block.
+#[inline(always)]
+unsafe fn gemv_with(w: &[u8], bytes: usize, y: &[BlockQ8_0], out: &mut [f32], dot: impl Fn(*const u8, &BlockQ8_0) -> int32x4_t) {
+    let mut p = w.as_ptr();
+    for o in out.chunks_exact_mut(4) {
+        let mut acc = vdupq_n_f32(0.0);
+        for yb in y {
+            // SAFETY: the block's 4 half scales, then its quants (the caller's checks).
+            let dw = widen4(unsafe { vld1_u16(p as *const u16) });
+            let i = vcvtq_f32_s32(dot(p, yb));
+            acc = vfmaq_f32(acc, i, vmulq_n_f32(dw, fp16_to_fp32(yb.d)));
+            // SAFETY: at most one past the run's last block.
+            p = unsafe { p.add(bytes) };
+        }
+        // SAFETY: `o` is 4 f32.
+        unsafe { vst1q_f32(o.as_mut_ptr(), acc) };
+    }
+}
+
+/// Rows `2h, 2h + 1` of a `q8_0_4x8` block (`p`: its start) against `y`: ggml's gemv plan, each
+/// 16-byte vector (8 bytes of two rows) `sdot` with the activation's 8 matching bytes twice; the
+/// two halves' lanes added in pairs give rows 0..4.
+///
+/// # Safety
+/// dotprod; `p` points at a whole block.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn q8_0_x8(p: *const u8, y: &BlockQ8_0) -> int32x4_t {
+    // SAFETY: 8 vectors of the block's 128 quant bytes; 8-byte reads inside y's 32 quants.
+    unsafe {
+        let c: [int8x16_t; 8] = std::array::from_fn(|i| vld1q_s8(p.add(8 + 16 * i) as *const i8));
+        let a: [int8x16_t; 4] = std::array::from_fn(|j| vreinterpretq_s8_s64(vld1q_dup_s64(y.qs.as_ptr().add(8 * j) as *const i64)));
+        let zero = vdupq_n_s32(0);
+        let r0 = q4k::sdot4(zero, &[c[0], c[2], c[4], c[6]], &a);
+        let r1 = q4k::sdot4(zero, &[c[1], c[3], c[5], c[7]], &a);
+        vpaddq_s32(r0, r1)
+    }
+}
+
+/// [`q8_0_x8`] for a `q4_0_4x8` block: a 16-byte vector's nibbles shifted into the bytes' high
+/// half (16 times the values) pair with the activation bytes of the same 8 positions (low
+/// nibbles) or those 16 further on (high nibbles); 16 times the rows' sums.
+///
+/// # Safety
+/// dotprod; `p` points at a whole block.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn q4_0_x8(p: *const u8, y: &BlockQ8_0) -> int32x4_t {
+    // SAFETY: 4 vectors of the block's 64 quant bytes; 8-byte reads inside y's 32 quants.
+    unsafe {
+        let c: [uint8x16_t; 4] = std::array::from_fn(|i| vld1q_u8(p.add(8 + 16 * i)));
+        let a: [int8x16_t; 4] = std::array::from_fn(|j| vreinterpretq_s8_s64(vld1q_dup_s64(y.qs.as_ptr().add(8 * j) as *const i64)));
+        let lo = |x: uint8x16_t| vreinterpretq_s8_u8(vshlq_n_u8::<4>(x));
+        let hi = |x: uint8x16_t| vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0xF0)));
+        let zero = vdupq_n_s32(0);
+        let r0 = q4k::sdot4(zero, &[lo(c[0]), lo(c[2]), hi(c[0]), hi(c[2])], &a);
+        let r1 = q4k::sdot4(zero, &[lo(c[1]), lo(c[3]), hi(c[1]), hi(c[3])], &a);
+        vpaddq_s32(r0, r1)
+    }
 }
 
 /// One group of four weight rows (`w`: its interleaved blocks of quants `q`) against up to

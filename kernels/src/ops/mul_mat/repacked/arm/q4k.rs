@@ -105,7 +105,7 @@ fn block_header(blk: &[u8]) -> ([float32x4_t; 2], [float32x4_t; 2], [[([int32x4_
 /// The CPU must have the dot product extension.
 #[inline]
 #[target_feature(enable = "dotprod")]
-unsafe fn sdot4(r: int32x4_t, w: &[int8x16_t], a: &[int8x16_t]) -> int32x4_t {
+pub(super) unsafe fn sdot4(r: int32x4_t, w: &[int8x16_t], a: &[int8x16_t]) -> int32x4_t {
     let mut r = r;
     // SAFETY: register-only instructions; the caller guarantees `sdot` exists.
     unsafe {
