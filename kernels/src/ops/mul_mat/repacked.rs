@@ -329,6 +329,13 @@ fn compute_q4k(s: &Session, n: &Node, quantize4: fn(&[f32], &mut [ActBlock]), gr
         return false;
     }
     let acts = &acts;
+    #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+    if let (Some(r @ (Repack::Q4K8x8 | Repack::Q4K8x4)), 1) = (n.repack, rows) {
+        return for_group_runs::<8>(s, n, nb * Q4KX8_BYTES, |p, w, out| {
+            // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
+            unsafe { arm::q4k::gemv_of(r, w, &acts[p * nb..(p + 1) * nb], out) }
+        });
+    }
     for_groups(s, n, nb * Q4KX8_BYTES, |p, j| (&acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], j < gemm_rows), |w, tile, out| group(w, tile, out))
 }
 
