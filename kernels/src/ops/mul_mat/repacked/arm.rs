@@ -153,13 +153,13 @@ pub(super) unsafe fn gemv(w: &[u8], q: Quants, il: Interleave, y: &[BlockQ8_0], 
             (Quants::Q8_0, Interleave::Eight) => gemv_with(w, bytes, y, out, dup8, |p, a| q8_0_x8(p, a)),
             (Quants::Q4_0, Interleave::Eight) => gemv_with(w, bytes, y, out, dup8, |p, a| vshrq_n_s32::<4>(q4_0_x8(p, a))),
             (Quants::Q8_0, Interleave::Four) => gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
-                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| vld1q_s8(p.add(8 + 16 * i) as *const i8));
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| vld1q_s8(p.add(16 * i) as *const i8));
                 sdot8(vdupq_n_s32(0), &c, a0, a1)
             }),
             (Quants::Q4_0, Interleave::Four) => {
                 let mhi = vdupq_n_u8(0xF0);
                 gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
-                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(8 + 16 * i)));
+                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(16 * i)));
                     let wv = [vshlq_n_u8::<4>(c[0]), vshlq_n_u8::<4>(c[1]), vshlq_n_u8::<4>(c[2]), vshlq_n_u8::<4>(c[3]), vandq_u8(c[0], mhi), vandq_u8(c[1], mhi), vandq_u8(c[2], mhi), vandq_u8(c[3], mhi)];
                     vshrq_n_s32::<4>(sdot8(vdupq_n_s32(0), &wv.map(|x| vreinterpretq_s8_u8(x)), a0, a1))
                 })
@@ -169,7 +169,7 @@ pub(super) unsafe fn gemv(w: &[u8], q: Quants, il: Interleave, y: &[BlockQ8_0], 
                 let m4 = vdupq_n_u8(0x0F);
                 assert!(il == Interleave::Four, "IQ4_NL has only the 4x4 layout");
                 gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
-                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(8 + 16 * i)));
+                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(16 * i)));
                     let lo = [vandq_u8(c[0], m4), vandq_u8(c[1], m4), vandq_u8(c[2], m4), vandq_u8(c[3], m4)];
                     let hi = [vshrq_n_u8::<4>(c[0]), vshrq_n_u8::<4>(c[1]), vshrq_n_u8::<4>(c[2]), vshrq_n_u8::<4>(c[3])];
                     let wv = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(|x| vqtbl1q_s8(kv, x));
@@ -191,11 +191,14 @@ unsafe fn gemv_with<A>(w: &[u8], bytes: usize, y: &[BlockQ8_0], out: &mut [f32],
     let run = y.len() * bytes;
     let step = |acc: float32x4_t, p: *const u8, a: &A, da: f32| {
         // SAFETY: the block's 4 half scales, then its quants (the caller's checks).
-        let dw = widen4(unsafe { vld1_u16(p as *const u16) });
+        let dw = widen4(unsafe { vld1_u16(p.sub(8) as *const u16) });
         vfmaq_f32(acc, vcvtq_f32_s32(dot(p, a)), vmulq_n_f32(dw, da))
     };
     let mut pairs = out.chunks_exact_mut(8);
-    let mut g0 = w.as_ptr();
+    // (pointers at the blocks' quants, their scales 8 bytes before: the quants' loads then pair
+    // into `ldp`s)
+    // SAFETY: inside the run (or one past its end when it is empty).
+    let mut g0 = unsafe { w.as_ptr().add(8.min(w.len())) };
     for o in &mut pairs {
         let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
         let mut p = g0;
@@ -241,13 +244,13 @@ fn dup8(y: &BlockQ8_0) -> [int8x16_t; 4] {
 /// two halves' lanes added in pairs give rows 0..4.
 ///
 /// # Safety
-/// dotprod; `p` points at a whole block.
+/// dotprod; `p` points at a whole block's quants.
 #[inline]
 #[target_feature(enable = "dotprod")]
 unsafe fn q8_0_x8(p: *const u8, a: &[int8x16_t; 4]) -> int32x4_t {
     // SAFETY: the block's 128 quant bytes, two 64-byte loads.
     unsafe {
-        let (x, y) = (vld1q_s8_x4(p.add(8) as *const i8), vld1q_s8_x4(p.add(72) as *const i8));
+        let (x, y) = (vld1q_s8_x4(p as *const i8), vld1q_s8_x4(p.add(64) as *const i8));
         let c = [x.0, x.1, x.2, x.3, y.0, y.1, y.2, y.3];
         let zero = vdupq_n_s32(0);
         let r0 = q4k::sdot4(zero, &[c[0], c[2], c[4], c[6]], a);
@@ -261,13 +264,13 @@ unsafe fn q8_0_x8(p: *const u8, a: &[int8x16_t; 4]) -> int32x4_t {
 /// nibbles) or those 16 further on (high nibbles); 16 times the rows' sums.
 ///
 /// # Safety
-/// dotprod; `p` points at a whole block.
+/// dotprod; `p` points at a whole block's quants.
 #[inline]
 #[target_feature(enable = "dotprod")]
 unsafe fn q4_0_x8(p: *const u8, a: &[int8x16_t; 4]) -> int32x4_t {
     // SAFETY: the block's 64 quant bytes, one load.
     unsafe {
-        let x = vld1q_u8_x4(p.add(8));
+        let x = vld1q_u8_x4(p);
         let c = [x.0, x.1, x.2, x.3];
         let lo = |x: uint8x16_t| vreinterpretq_s8_u8(vshlq_n_u8::<4>(x));
         let hi = |x: uint8x16_t| vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0xF0)));
