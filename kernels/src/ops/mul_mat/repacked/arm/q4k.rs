@@ -182,13 +182,20 @@ pub(in super::super) unsafe fn group(w: &[u8], rows: &[(&[ActBlock], bool)], out
             let (mut isum, mut bias) = ([zero; 2], [zero; 2]);
             let a = &mut acc[r];
             for sb in 0..4 {
-                // SAFETY: 8-byte reads inside the 256 quants (sb * 64 + 8 i + 8 <= 256).
-                let q8: [int8x16_t; 8] = std::array::from_fn(|i| unsafe { vreinterpretq_s8_s64(vdupq_n_s64((y.qs.as_ptr().add(64 * sb + 8 * i) as *const i64).read_unaligned())) });
+                let mut q8 = [vdupq_n_s8(0); 8];
+                for (i, x) in q8.iter_mut().enumerate() {
+                    // SAFETY: 8-byte reads inside the 256 quants (sb * 64 + 8 i + 8 <= 256).
+                    *x = unsafe { vreinterpretq_s8_s64(vld1q_dup_s64(y.qs.as_ptr().add(64 * sb + 8 * i) as *const i64)) };
+                }
                 let v = &wv[sb];
-                // SAFETY: dotprod as the caller guarantees.
-                let (lo, hi): ([int32x4_t; 4], [int32x4_t; 4]) = unsafe {
-                    (std::array::from_fn(|cp| sdot4(zero, &v[8 * cp..8 * cp + 4], &q8[..4])), std::array::from_fn(|cp| sdot4(zero, &v[8 * cp + 4..8 * cp + 8], &q8[4..])))
-                };
+                let (mut lo, mut hi) = ([zero; 4], [zero; 4]);
+                for cp in 0..4 {
+                    // SAFETY: dotprod as the caller guarantees.
+                    unsafe {
+                        lo[cp] = sdot4(zero, &v[8 * cp..8 * cp + 4], &q8[..4]);
+                        hi[cp] = sdot4(zero, &v[8 * cp + 4..8 * cp + 8], &q8[4..]);
+                    }
+                }
                 // lanes: columns 0..4, 4..8
                 let il = [vpaddq_s32(lo[0], lo[1]), vpaddq_s32(lo[2], lo[3])];
                 let ih = [vpaddq_s32(hi[0], hi[1]), vpaddq_s32(hi[2], hi[3])];
