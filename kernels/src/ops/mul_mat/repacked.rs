@@ -269,6 +269,37 @@ fn for_groups<T: Sync, const G: usize>(s: &Session, n: &Node, group_bytes: usize
     }
 }
 
+/// [`for_groups`] for one activation row per plane (decoding's products): each chunk's run of
+/// groups goes to `run(p, w, out)` whole (`w`: the run's groups, `out`: their `G` outputs each),
+/// so a kernel takes a whole run per call rather than a tile of rows per group, whose per-group
+/// setup cost a one-row product more than its arithmetic. Same chunks as [`for_groups`]. `false`
+/// when a worker panicked.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+fn for_group_runs<const G: usize>(s: &Session, n: &Node, group_bytes: usize, run: impl Fn(usize, &[u8], &mut [f32]) + Sync) -> bool {
+    let (d, a, b) = (n.dst, n.src(0), n.src(1));
+    let (k, m, planes) = (a.ne[0], a.ne[1], b.ne[2]);
+    debug_assert_eq!(b.ne[1], 1);
+    let groups = m / G;
+    let nth = s.n_threads();
+    let per_chunk = groups.div_ceil(4 * nth).max(1);
+    let chunks = groups.div_ceil(per_chunk);
+    let next = AtomicUsize::new(0);
+    let work = |_ith: usize, _nth: usize| loop {
+        let c = next.fetch_add(1, Ordering::Relaxed);
+        if c >= chunks * planes {
+            break;
+        }
+        let (p, g0) = (c / chunks, (c % chunks) * per_chunk);
+        let g1 = (g0 + per_chunk).min(groups);
+        run(p, a.bytes_at(g0 * group_bytes, (g1 - g0) * group_bytes), d.f32_at_mut(d.offset(G * g0, 0, p, 0), G * (g1 - g0)));
+    };
+    if planes * m * k < 64 * 1024 {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(0, 1))).is_ok()
+    } else {
+        s.run(&work)
+    }
+}
+
 /// [`compute`] for the Q4_K layouts ([`Repack::Q4Kx8`], [`Repack::Q4K8x8`]): `quantize4` is the
 /// layout's quantizer of the rows in groups of four, `group` its kernel (see [`group`]).
 fn compute_q4k(s: &Session, n: &Node, quantize4: fn(&[f32], &mut [ActBlock]), group: impl Fn(&[u8], &[(&[ActBlock], bool)], &mut [[f32; 8]]) + Sync) -> bool {
@@ -298,6 +329,13 @@ fn compute_q4k(s: &Session, n: &Node, quantize4: fn(&[f32], &mut [ActBlock]), gr
         return false;
     }
     let acts = &acts;
+    #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+    if let (Some(r @ (Repack::Q4K8x8 | Repack::Q4K8x4)), 1) = (n.repack, rows) {
+        return for_group_runs::<8>(s, n, nb * Q4KX8_BYTES, |p, w, out| {
+            // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
+            unsafe { arm::q4k::gemv_of(r, w, &acts[p * nb..(p + 1) * nb], out) }
+        });
+    }
     for_groups(s, n, nb * Q4KX8_BYTES, |p, j| (&acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], j < gemm_rows), |w, tile, out| group(w, tile, out))
 }
 

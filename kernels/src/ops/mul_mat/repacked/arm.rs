@@ -29,7 +29,7 @@
 pub(super) mod q4k;
 
 use super::b32::{BLOCK_BYTES, QK};
-use super::{for_groups, quantize_rows, TILE};
+use super::{for_group_runs, for_groups, quantize_rows, TILE};
 use crate::cpu_features::SimdLevel;
 use crate::op::Node;
 use crate::pool::Session;
@@ -87,6 +87,12 @@ pub(super) fn compute(s: &Session, n: &Node, q: Quants, il: Interleave) -> bool 
         return false;
     }
     let acts = &acts;
+    if rows == 1 {
+        return for_group_runs::<4>(s, n, nb * q.x4_bytes(), |p, w, out| {
+            // SAFETY: as below.
+            unsafe { gemv(w, q, il, &acts[p * nb..(p + 1) * nb], out) }
+        });
+    }
     for_groups(s, n, nb * q.x4_bytes(), |p, j| &acts[(p * rows + j) * nb..(p * rows + j + 1) * nb], |w, tile, out| {
         // SAFETY: `supports` accepted the node only on a CPU with the dot product extension.
         unsafe { group(w, q, il, tile, out) }
@@ -122,6 +128,157 @@ unsafe fn sdot8(r: int32x4_t, w: &[int8x16_t; 8], a0: int8x16_t, a1: int8x16_t) 
         );
     }
     r
+}
+
+/// One activation row `y` against a run of groups of four weight rows (`w`: whole groups of
+/// `y.len()` interleaved blocks each), `out[4g + c]` for row `c` of group `g`: ggml's gemv lane
+/// plans, each block's 128 or 64 quant bytes read once and used in place. [`group`] unpacks a
+/// block's interleaved bytes into one lane per row first (the `uzp`s of the 8-byte layouts), an
+/// unpacking that pays for itself only over several activation rows; this path's integers are
+/// the same exact sums and its float step the same `fma(I, d_w * d_a, acc)` per block.
+///
+/// # Safety
+/// The CPU must have the dot product extension.
+#[target_feature(enable = "dotprod")]
+pub(super) unsafe fn gemv(w: &[u8], q: Quants, il: Interleave, y: &[BlockQ8_0], out: &mut [f32]) {
+    let nb = y.len();
+    let bytes = q.x4_bytes();
+    let groups = out.len() / 4;
+    assert!(out.len() == 4 * groups && w.len() >= groups * nb * bytes);
+    // SAFETY: dotprod as the caller guarantees; every read below is inside `w` (checked above:
+    // block `b` of group `g` is `bytes` long at `(g * nb + b) * bytes`) or inside a `y` block.
+    unsafe {
+        let halves = |y: &BlockQ8_0| (vld1q_s8(y.qs.as_ptr()), vld1q_s8(y.qs.as_ptr().add(16)));
+        match (q, il) {
+            (Quants::Q8_0, Interleave::Eight) => gemv_with(w, bytes, y, out, dup8, |p, a| q8_0_x8(p, a)),
+            (Quants::Q4_0, Interleave::Eight) => gemv_with(w, bytes, y, out, dup8, |p, a| vshrq_n_s32::<4>(q4_0_x8(p, a))),
+            (Quants::Q8_0, Interleave::Four) => gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
+                let c = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| vld1q_s8(p.add(16 * i) as *const i8));
+                sdot8(vdupq_n_s32(0), &c, a0, a1)
+            }),
+            (Quants::Q4_0, Interleave::Four) => {
+                let mhi = vdupq_n_u8(0xF0);
+                gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
+                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(16 * i)));
+                    let wv = [vshlq_n_u8::<4>(c[0]), vshlq_n_u8::<4>(c[1]), vshlq_n_u8::<4>(c[2]), vshlq_n_u8::<4>(c[3]), vandq_u8(c[0], mhi), vandq_u8(c[1], mhi), vandq_u8(c[2], mhi), vandq_u8(c[3], mhi)];
+                    vshrq_n_s32::<4>(sdot8(vdupq_n_s32(0), &wv.map(|x| vreinterpretq_s8_u8(x)), a0, a1))
+                })
+            }
+            (Quants::IQ4NL, _) => {
+                let kv = vld1q_s8(crate::quant::iq4_nl::KVALUES.as_ptr());
+                let m4 = vdupq_n_u8(0x0F);
+                assert!(il == Interleave::Four, "IQ4_NL has only the 4x4 layout");
+                gemv_with(w, bytes, y, out, halves, |p, &(a0, a1)| {
+                    let c = [0, 1, 2, 3].map(|i| vld1q_u8(p.add(16 * i)));
+                    let lo = [vandq_u8(c[0], m4), vandq_u8(c[1], m4), vandq_u8(c[2], m4), vandq_u8(c[3], m4)];
+                    let hi = [vshrq_n_u8::<4>(c[0]), vshrq_n_u8::<4>(c[1]), vshrq_n_u8::<4>(c[2]), vshrq_n_u8::<4>(c[3])];
+                    let wv = [lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(|x| vqtbl1q_s8(kv, x));
+                    sdot8(vdupq_n_s32(0), &wv, a0, a1)
+                })
+            }
+        }
+    }
+}
+
+/// The loop of [`gemv`], two groups at a time (each activation block's vectors and scale loaded
+/// once for both): per group and block `acc = fma(dot(block, a), d_w * d_a, acc)`, where `a` is
+/// `load(y_b)` and `dot` gives the four rows' exact integer sums, lanes by row.
+///
+/// # Safety
+/// As [`gemv`], whose checks it relies on; `dot` reads only its block.
+#[inline(always)]
+unsafe fn gemv_with<A>(w: &[u8], bytes: usize, y: &[BlockQ8_0], out: &mut [f32], load: impl Fn(&BlockQ8_0) -> A, dot: impl Fn(*const u8, &A) -> int32x4_t) {
+    let run = y.len() * bytes;
+    let step = |acc: float32x4_t, p: *const u8, a: &A, da: f32| {
+        // SAFETY: the block's 4 half scales, then its quants (the caller's checks).
+        let dw = widen4(unsafe { vld1_u16(p.sub(8) as *const u16) });
+        vfmaq_f32(acc, vcvtq_f32_s32(dot(p, a)), vmulq_n_f32(dw, da))
+    };
+    let mut pairs = out.chunks_exact_mut(8);
+    // (pointers at the blocks' quants, their scales 8 bytes before: the quants' loads then pair
+    // into `ldp`s)
+    // SAFETY: inside the run (or one past its end when it is empty).
+    let mut g0 = unsafe { w.as_ptr().add(8.min(w.len())) };
+    for o in &mut pairs {
+        let (mut acc0, mut acc1) = (vdupq_n_f32(0.0), vdupq_n_f32(0.0));
+        let mut p = g0;
+        for yb in y {
+            let (a, da) = (load(yb), fp16_to_fp32(yb.d));
+            acc0 = step(acc0, p, &a, da);
+            // SAFETY: the next group's block `b` (both groups are in the run).
+            acc1 = step(acc1, unsafe { p.add(run) }, &a, da);
+            // SAFETY: at most one past the group's last block.
+            p = unsafe { p.add(bytes) };
+        }
+        // SAFETY: `o` is 8 f32; the run's next pair starts two groups on.
+        unsafe {
+            vst1q_f32(o.as_mut_ptr(), acc0);
+            vst1q_f32(o.as_mut_ptr().add(4), acc1);
+            g0 = g0.add(2 * run);
+        }
+    }
+    let o = pairs.into_remainder();
+    if o.len() == 4 {
+        let mut acc = vdupq_n_f32(0.0);
+        let mut p = g0;
+        for yb in y {
+            acc = step(acc, p, &load(yb), fp16_to_fp32(yb.d));
+            // SAFETY: as above.
+            p = unsafe { p.add(bytes) };
+        }
+        // SAFETY: `o` is 4 f32.
+        unsafe { vst1q_f32(o.as_mut_ptr(), acc) };
+    }
+}
+
+/// An activation block's 8-byte quarters, each duplicated into both halves of a vector (what
+/// the 8-byte layouts' `sdot`s pair with two rows' 8 bytes).
+#[inline(always)]
+fn dup8(y: &BlockQ8_0) -> [int8x16_t; 4] {
+    // SAFETY: 8-byte reads inside y's 32 quants; NEON is in every aarch64 target.
+    unsafe { [0, 1, 2, 3].map(|j| vreinterpretq_s8_s64(vld1q_dup_s64(y.qs.as_ptr().add(8 * j) as *const i64))) }
+}
+
+/// Rows `2h, 2h + 1` of a `q8_0_4x8` block (`p`: its start) against an activation block's [`dup8`]: ggml's gemv plan, each
+/// 16-byte vector (8 bytes of two rows) `sdot` with the activation's 8 matching bytes twice; the
+/// two halves' lanes added in pairs give rows 0..4.
+///
+/// # Safety
+/// dotprod; `p` points at a whole block's quants.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn q8_0_x8(p: *const u8, a: &[int8x16_t; 4]) -> int32x4_t {
+    // SAFETY: the block's 128 quant bytes, two 64-byte loads.
+    unsafe {
+        let (x, y) = (vld1q_s8_x4(p as *const i8), vld1q_s8_x4(p.add(64) as *const i8));
+        let c = [x.0, x.1, x.2, x.3, y.0, y.1, y.2, y.3];
+        let zero = vdupq_n_s32(0);
+        let r0 = q4k::sdot4(zero, &[c[0], c[2], c[4], c[6]], a);
+        let r1 = q4k::sdot4(zero, &[c[1], c[3], c[5], c[7]], a);
+        vpaddq_s32(r0, r1)
+    }
+}
+
+/// [`q8_0_x8`] for a `q4_0_4x8` block: a 16-byte vector's nibbles shifted into the bytes' high
+/// half (16 times the values) pair with the activation bytes of the same 8 positions (low
+/// nibbles) or those 16 further on (high nibbles); 16 times the rows' sums.
+///
+/// # Safety
+/// dotprod; `p` points at a whole block's quants.
+#[inline]
+#[target_feature(enable = "dotprod")]
+unsafe fn q4_0_x8(p: *const u8, a: &[int8x16_t; 4]) -> int32x4_t {
+    // SAFETY: the block's 64 quant bytes, one load.
+    unsafe {
+        let x = vld1q_u8_x4(p);
+        let c = [x.0, x.1, x.2, x.3];
+        let lo = |x: uint8x16_t| vreinterpretq_s8_u8(vshlq_n_u8::<4>(x));
+        let hi = |x: uint8x16_t| vreinterpretq_s8_u8(vandq_u8(x, vdupq_n_u8(0xF0)));
+        let zero = vdupq_n_s32(0);
+        let r0 = q4k::sdot4(zero, &[lo(c[0]), lo(c[2]), hi(c[0]), hi(c[2])], a);
+        let r1 = q4k::sdot4(zero, &[lo(c[1]), lo(c[3]), hi(c[1]), hi(c[3])], a);
+        vpaddq_s32(r0, r1)
+    }
 }
 
 /// One group of four weight rows (`w`: its interleaved blocks of quants `q`) against up to

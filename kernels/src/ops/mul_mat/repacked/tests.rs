@@ -458,6 +458,33 @@ fn arm_q4k_kernel_matches_reference_bitwise() {
     }
 }
 
+/// The one-row path (`gemv_of`: a run of groups per call, both layouts) gives the gemv's bits
+/// of ggml's arithmetic on the plain rows, over several groups.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+#[test]
+fn arm_q4k_gemv_matches_reference_bitwise() {
+    if !crate::cpu_features::has_dotprod() {
+        return;
+    }
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    for (nb, layout) in [1usize, 3].into_iter().flat_map(|nb| [(nb, Repack::Q4K8x8), (nb, Repack::Q4K8x4)]) {
+        let m = 24;
+        let w = random_q4k(&mut rng, m * nb);
+        let packed = repack_q4k(&w, m, nb, if layout == Repack::Q4K8x4 { 4 } else { 8 });
+        let x: Vec<f32> = (0..nb * QK_K).map(|_| rng.f() * 3.0).collect();
+        let mut q = vec![BlockQ8K::default(); nb];
+        q8_k::quantize_row(&x, &mut q);
+        let act: Vec<ActBlock> = q.iter().map(ActBlock::from_q8k).collect();
+        let mut out = vec![f32::NAN; m];
+        // SAFETY: dotprod checked above.
+        unsafe { arm::q4k::gemv_of(layout, &packed, &act, &mut out) };
+        for c in 0..m {
+            let want = reference_arm(&w[c * nb..(c + 1) * nb], &act, false, layout);
+            assert_eq!(out[c].to_bits(), want.to_bits(), "{layout:?} nb {nb} col {c}");
+        }
+    }
+}
+
 /// ggml's generic 4x8 rule is the reference Q8_K rule (first largest magnitude, `-127 / max`)
 /// without its clamp at 127, which no value reaches; the sub-block sums are the quants'.
 #[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
@@ -501,7 +528,7 @@ fn arm_q4k_node_matches_reference() {
         let nb = k / QK_K;
         let w = random_q4k(&mut rng, m * nb);
         let mut packed = repack_q4k(&w, m, nb, if layout == Repack::Q4K8x4 { 4 } else { 8 });
-        for (rows, planes) in [(1usize, 1usize), (3, 1), (4, 1), (7, 2), (33, 1)] {
+        for (rows, planes) in [(1usize, 1usize), (3, 1), (4, 1), (7, 2), (33, 1), (1, 2)] {
             let mut x: Vec<f32> = (0..k * rows * planes).map(|_| rng.f()).collect();
             let a = Raw { data: packed.as_mut_ptr(), ne: [k, m, 1, 1], nb: [144, 144 * nb, 144 * nb * m, 144 * nb * m], ty: type_id::Q4_K };
             let b = Raw { data: x.as_mut_ptr() as *mut u8, ne: [k, rows, planes, 1], nb: [4, 4 * k, 4 * k * rows, 4 * k * rows * planes], ty: F32 };
@@ -536,4 +563,45 @@ fn arm_q4k_node_matches_reference() {
             }
         }
     }
+}
+
+/// Not a check: the one-row work of a 1024 x 1024 (4 super-blocks a row) Q4_K product in
+/// `GGML_RS_COUNT_LAYOUT` (`q4_K_8x4`, else `q4_K_8x8`), `GGML_RS_COUNT_PATH=group` through
+/// `group_of` per group as before the one-row path, else `gemv_of`, `GGML_RS_COUNT_REPEATS`
+/// times, for tools/qemu-count's plugin: (count at 3 - count at 1) / 2 / 512 is one
+/// super-block's (8 rows x 256) instructions.
+#[cfg(all(target_arch = "aarch64", feature = "arm-repack"))]
+#[test]
+#[ignore]
+fn count_q4k_one_row() {
+    if !crate::cpu_features::has_dotprod() {
+        return;
+    }
+    let layout = if std::env::var("GGML_RS_COUNT_LAYOUT").as_deref() == Ok("q4_K_8x4") { Repack::Q4K8x4 } else { Repack::Q4K8x8 };
+    let repeats: usize = std::env::var("GGML_RS_COUNT_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let by_group = std::env::var("GGML_RS_COUNT_PATH").as_deref() == Ok("group");
+    let (m, nb) = (1024usize, 4usize);
+    let mut rng = Rng(7);
+    let w = random_q4k(&mut rng, m * nb);
+    let packed = repack_q4k(&w, m, nb, if layout == Repack::Q4K8x4 { 4 } else { 8 });
+    let x: Vec<f32> = (0..nb * QK_K).map(|_| rng.f()).collect();
+    let mut q = vec![BlockQ8K::default(); nb];
+    q8_k::quantize_row(&x, &mut q);
+    let act: Vec<ActBlock> = q.iter().map(ActBlock::from_q8k).collect();
+    let mut out = vec![0f32; m];
+    let gb = nb * Q4KX8_BYTES;
+    for _ in 0..repeats {
+        if by_group {
+            let mut o = [[0f32; 8]; TILE];
+            for g in 0..m / 8 {
+                // SAFETY: dotprod checked above.
+                unsafe { arm::q4k::group_of(layout, &packed[g * gb..(g + 1) * gb], &[(&act[..], false)], &mut o) };
+                out[8 * g..8 * g + 8].copy_from_slice(&o[0]);
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { arm::q4k::gemv_of(layout, &packed, &act, &mut out) };
+        }
+    }
+    println!("count_q4k_one_row {layout:?} group={by_group} x{repeats}: {}", out.iter().sum::<f32>());
 }

@@ -166,7 +166,7 @@ fn kernel_matches_reference_bitwise() {
 }
 
 /// The node end to end, every layout: every row's bits those of ggml's steps (rows 1, 3, 4, 7,
-/// 33, 100; two planes; weight rows a multiple of 4 but not of 8), 1 and 2 threads alike, and the
+/// 33, 100; two planes; one row in three planes; weight rows a multiple of 4 but not of 8), 1 and 2 threads alike, and the
 /// products those of the plain weights (dequantized f32 product, NMSE < 1e-4).
 #[test]
 fn node_matches_reference_and_plain_product() {
@@ -181,7 +181,7 @@ fn node_matches_reference_and_plain_product() {
             let w = random_blocks(&mut rng, m * nb);
             let mut packed = repack_x4(q, il, &w, m, nb);
             let plain = dequantize(q, &w);
-            for (rows, planes) in [(1usize, 1usize), (3, 1), (4, 1), (7, 2), (33, 1), (100, 1)] {
+            for (rows, planes) in [(1usize, 1usize), (3, 1), (4, 1), (7, 2), (33, 1), (100, 1), (1, 3)] {
                 let mut x: Vec<f32> = (0..k * rows * planes).map(|_| rng.f()).collect();
                 let a = Raw { data: packed.as_mut_ptr(), ne: [k, m, 1, 1], nb: [pb, pb * nb, pb * nb * m, pb * nb * m], ty: ty(q) };
                 let b = Raw { data: x.as_mut_ptr() as *mut u8, ne: [k, rows, planes, 1], nb: [4, 4 * k, 4 * k * rows, 4 * k * rows * planes], ty: F32 };
@@ -238,4 +238,75 @@ fn rows_not_multiple_of_four_declined() {
     assert_eq!(supports(&node), has_dotprod());
     let node = Node { repack: Some(Repack::Q8_0_4x4), ..node };
     assert!(!supports(&node));
+}
+
+/// The one-row path ([`gemv`], a run of groups per call) gives every layout's outputs bit for
+/// bit as [`group`] and ggml's steps on the plain rows do.
+#[test]
+fn gemv_matches_group_and_reference() {
+    if !has_dotprod() {
+        return;
+    }
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for (q, il) in LAYOUTS.map(|l| (l.1, l.2)) {
+        for (nb, m) in [(1usize, 4usize), (3, 12), (20, 8)] {
+            let w = random_blocks(&mut rng, m * nb);
+            let packed = repack_x4(q, il, &w, m, nb);
+            let act = quantize(&(0..nb * QK).map(|_| rng.f() * 3.0).collect::<Vec<_>>());
+            let mut out = vec![f32::NAN; m];
+            // SAFETY: has_dotprod() checked above.
+            unsafe { gemv(&packed, q, il, &act, &mut out) };
+            for g in 0..m / 4 {
+                let mut by_group = [[0f32; 4]; TILE];
+                // SAFETY: as above.
+                unsafe { group(&packed[g * nb * q.x4_bytes()..], q, il, &[&act[..]], &mut by_group) };
+                for c in 0..4 {
+                    let want = reference(q, &w[(4 * g + c) * nb..(4 * g + c + 1) * nb], &act);
+                    assert_eq!(out[4 * g + c].to_bits(), want.to_bits(), "{q:?} {il:?} nb {nb} group {g} col {c}");
+                    assert_eq!(by_group[0][c].to_bits(), want.to_bits(), "{q:?} {il:?} nb {nb} group {g} col {c}");
+                }
+            }
+        }
+    }
+}
+
+/// Not a check: the one-row work of a 4096 x 640 `q8_0_4x8` product (1024 groups of 20 blocks),
+/// `GGML_RS_COUNT_PATH=group` through [`group`] per group as before the one-row path, else
+/// [`gemv`], `GGML_RS_COUNT_REPEATS` times (default 1), for counting under qemu with
+/// tools/qemu-count's plugin: (count at 3 - count at 1) / 2 / 20480 is one block's instructions.
+#[test]
+#[ignore]
+fn count_one_row() {
+    if !has_dotprod() {
+        return;
+    }
+    let (q, il) = match std::env::var("GGML_RS_COUNT_LAYOUT").as_deref() {
+        Ok("q4_0_4x8") => (Quants::Q4_0, Interleave::Eight),
+        Ok("q4_0_4x4") => (Quants::Q4_0, Interleave::Four),
+        Ok("q8_0_4x4") => (Quants::Q8_0, Interleave::Four),
+        _ => (Quants::Q8_0, Interleave::Eight),
+    };
+    let repeats: usize = std::env::var("GGML_RS_COUNT_REPEATS").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
+    let by_group = std::env::var("GGML_RS_COUNT_PATH").as_deref() == Ok("group");
+    let (m, nb) = (4096usize, 20usize);
+    let mut rng = Rng(7);
+    let w = random_blocks(&mut rng, m * nb);
+    let packed = repack_x4(q, il, &w, m, nb);
+    let act = quantize(&(0..nb * QK).map(|_| rng.f()).collect::<Vec<_>>());
+    let mut out = vec![0f32; m];
+    let gb = nb * q.x4_bytes();
+    for _ in 0..repeats {
+        if by_group {
+            let mut o = [[0f32; 4]; TILE];
+            for g in 0..m / 4 {
+                // SAFETY: has_dotprod() checked above.
+                unsafe { group(&packed[g * gb..(g + 1) * gb], q, il, &[&act[..]], &mut o) };
+                out[4 * g..4 * g + 4].copy_from_slice(&o[0]);
+            }
+        } else {
+            // SAFETY: as above.
+            unsafe { gemv(&packed, q, il, &act, &mut out) };
+        }
+    }
+    println!("count_one_row {q:?} {il:?} group={by_group} x{repeats}: {}", out.iter().sum::<f32>());
 }
