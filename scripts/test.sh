@@ -25,14 +25,23 @@ export FUZZ_MAX_SECONDS="${GGML_RS_FUZZ_MAX_SECONDS:-240}"
 STAGE_NAMES=() STAGE_SECS=() STAGE_RC=() STAGE_CPU=()
 TICKS="$(getconf CLK_TCK 2>/dev/null || echo 100)"
 child_ticks() { awk '{ print $16 + $17 }' "/proc/$$/stat" 2>/dev/null || echo 0; }
+STAGE_TICKS="$(mktemp)"
 stage() {
-  local name="$1" t=$SECONDS c0 rc=0
-  c0="$(child_ticks)"
+  local name="$1" t=$SECONDS c0 rc=0 me
   shift
   echo "test.sh: == $name ($(date -u +%H:%M:%S))"
-  "$@" || rc=$?
+  if [[ "$1" == source ]]; then
+    # (a stage that sets this shell's environment runs in it; none runs beside it)
+    c0="$(child_ticks)"
+    "$@" || rc=$?
+    STAGE_CPU+=($((($(child_ticks) - c0) / TICKS)))
+  else
+    # in a subshell whose reaped children are exactly this stage's processes: bash reaps a stage
+    # running beside (stage_beside) whenever it ends, which would count it in this shell's children
+    ( me=$BASHPID; "$@" && c=0 || c=$?; awk '{ print $16 + $17 }' "/proc/$me/stat" >"$STAGE_TICKS"; exit $c ) || rc=$?
+    STAGE_CPU+=($(($(cat "$STAGE_TICKS" 2>/dev/null || echo 0) / TICKS)))
+  fi
   STAGE_NAMES+=("$name") STAGE_SECS+=($((SECONDS - t))) STAGE_RC+=("$rc")
-  STAGE_CPU+=($((($(child_ticks) - c0) / TICKS)))
   return $rc
 }
 # `stage_beside NAME command...` starts a stage in the background, beside the stages that follow
@@ -40,9 +49,9 @@ stage() {
 # to a log printed whole by `stages_beside_wait`, which also records its wall and CPU time (the
 # subshell's reaped children) and fails when it failed. Its own process group, so that a failing
 # run stops it too.
-BESIDE_PIDS=() BESIDE_NAMES=() BESIDE_DIR="$ROOT/$BUILD_DIR-stages"
+BESIDE_PIDS=() BESIDE_NAMES=() BESIDE_IDS=() BESIDE_N=0 BESIDE_DIR="$ROOT/$BUILD_DIR-stages"
 stage_beside() {
-  local name="$1" i=${#BESIDE_PIDS[@]}
+  local name="$1" i=$((BESIDE_N++))
   shift
   mkdir -p "$BESIDE_DIR"
   echo "test.sh: == $name, beside the next stages ($(date -u +%H:%M:%S)); its output follows when it ends"
@@ -53,20 +62,21 @@ stage_beside() {
     printf '%s %s %s\n' $((SECONDS - t)) "$rc" $(($(awk '{ print $16 + $17 }' "/proc/$me/stat") / TICKS)) \
       >"$BESIDE_DIR/$i.result"
   ) &
-  BESIDE_PIDS+=($!) BESIDE_NAMES+=("$name")
+  BESIDE_PIDS+=($!) BESIDE_NAMES+=("$name") BESIDE_IDS+=("$i")
   set +m
 }
 stages_beside_wait() {
-  local i secs rc cpu failed=0
-  for i in "${!BESIDE_PIDS[@]}"; do
-    wait "${BESIDE_PIDS[$i]}" || true
-    echo "test.sh: == ${BESIDE_NAMES[$i]} (ran beside the stages above): its output"
+  local k i secs rc cpu failed=0
+  for k in "${!BESIDE_PIDS[@]}"; do
+    i="${BESIDE_IDS[$k]}"
+    wait "${BESIDE_PIDS[$k]}" || true
+    echo "test.sh: == ${BESIDE_NAMES[$k]} (ran beside the stages above): its output"
     cat "$BESIDE_DIR/$i.log" 2>/dev/null || true
     read -r secs rc cpu <"$BESIDE_DIR/$i.result" 2>/dev/null || { secs=0 rc=1 cpu=0; }
-    STAGE_NAMES+=("${BESIDE_NAMES[$i]} (beside)") STAGE_SECS+=("$secs") STAGE_RC+=("$rc") STAGE_CPU+=("$cpu")
+    STAGE_NAMES+=("${BESIDE_NAMES[$k]} (beside)") STAGE_SECS+=("$secs") STAGE_RC+=("$rc") STAGE_CPU+=("$cpu")
     [[ "$rc" == 0 ]] || failed=1
   done
-  BESIDE_PIDS=() BESIDE_NAMES=()
+  BESIDE_PIDS=() BESIDE_NAMES=() BESIDE_IDS=()
   return $failed
 }
 stop_beside() { local p; for p in "${BESIDE_PIDS[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
@@ -93,7 +103,7 @@ stage_table() {
   fi
 }
 START_SECONDS=$SECONDS
-trap 'stop_beside; stage_table' EXIT
+trap 'stop_beside; stage_table; rm -f "$STAGE_TICKS"' EXIT
 # ctest with its per-test times kept for the table
 ctest_timed() {
   local rc=0
@@ -173,6 +183,20 @@ if [ "${GGML_RS_SKIP_VULKAN:-0}" != 1 ]; then
   stage "ggml-vulkan on lavapipe (test-vulkan.sh --bounded)" bash scripts/test-vulkan.sh --bounded
 fi
 
+# On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
+# AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
+# (Beside the llama.rn 0.13 stage, which compiles: these mostly run one test at a time.)
+if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
+  avx2_only() {
+    export GGML_RS_SIMD_AVX2_ONLY=1
+    cargo test --release -p ggml-rs-kernels &&
+      cargo test --release --lib simd &&
+      # (the op suites and the single-host runs: the assistant's SIMD runs repeat what these check)
+      ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
+  }
+  stage_beside "SIMD kept to AVX2 (cargo test kernels, simd; ctest -R simd)" avx2_only
+fi
+
 # llama.rn 0.13.0-rc.5 (npm release candidate; llama.cpp b11118, unprefixed ggml) built from its own
 # source lists stock and on the library (--features ggml-b11118): SmolLM2 tokens + logits, static,
 # shared and plain archives, bit-identical to stock (scripts/test-rn013.sh; docs/llama-rn-0.13.md).
@@ -180,15 +204,7 @@ fi
 if [ "${GGML_RS_SKIP_RN013:-0}" != 1 ]; then
   stage "llama.rn 0.13.0-rc.5 (test-rn013.sh)" bash scripts/test-rn013.sh
 fi
-
-# On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
-# AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
-if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
-  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test kernels (AVX2 only)" cargo test --release -p ggml-rs-kernels
-  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release --lib simd
-  # (the op suites and the single-host runs: the assistant's SIMD runs repeat what these check)
-  GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
-fi
+stages_beside_wait
 
 # The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
 # and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,

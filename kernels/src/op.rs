@@ -18,7 +18,7 @@ use crate::CpuOrder;
 /// name), the kernel module computing it (`=> module`, in `ops`; none for the ops with nothing to
 /// compute), for an element-wise op the constructor the start-up fidelity check builds it with
 /// (`probe "sqr"`: `ggml_sqr`) and `since 2026` for the ops only the 2026 graphs hold (SIMD routes them to their
-/// kernels in the builds that serve a 2026 revision only: `since_2026`). A revision's op ids never
+/// kernels in the builds that serve a 2026 revision only: `kernel::<WITH_2026>`). A revision's op ids never
 /// appear here: each revision lists ggml's op names in its numbering (`OP_NAMES` in its facts
 /// file), and [`Op::from_ggml`] reads a node's op by name. Adding an op is one row here and its
 /// kernel in its module (docs/layout.md, "adding an op").
@@ -55,11 +55,13 @@ macro_rules! op_table {
             }
 
             /// The module computing the op (its `supports` and `compute`); `None` for the ops with
-            /// nothing to compute (leaves, views) and for [`Op::Unsupported`].
+            /// nothing to compute (leaves, views), for [`Op::Unsupported`] and, unless `WITH_2026`,
+            /// for the ops only the 2026 graphs hold: a build serving no 2026 revision then never
+            /// names their kernels, so its link drops them (the phone library's size budget).
             #[cfg(feature = "compute")]
-            pub fn kernel(self) -> Option<Kernel> {
+            pub fn kernel<const WITH_2026: bool>(self) -> Option<Kernel> {
                 match self {
-                    $(Op::$op => op_table!(@kernel $($module)?),)*
+                    $(Op::$op => op_table!(@kernel WITH_2026 [$($year)?] $($module)?),)*
                     Op::Unsupported => None,
                 }
             }
@@ -82,10 +84,17 @@ macro_rules! op_table {
             }
         }
     };
-    (@kernel $module:ident) => {
+    (@kernel $with_2026:ident [$year:literal] $module:ident) => {
+        if $with_2026 {
+            op_table!(@kernel $with_2026 [] $module)
+        } else {
+            None
+        }
+    };
+    (@kernel $with_2026:ident [] $module:ident) => {
         Some(Kernel { supports: crate::ops::$module::supports, compute: crate::ops::$module::compute })
     };
-    (@kernel) => {
+    (@kernel $with_2026:ident [$($year:literal)?]) => {
         None
     };
     (@probe $probe:literal ; binary) => {
