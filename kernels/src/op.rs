@@ -66,6 +66,14 @@ macro_rules! op_table {
                 }
             }
 
+            /// Whether the op is GGML_OP_UNARY with one of `enum ggml_unary_op`'s ops.
+            pub const fn is_unary(self) -> bool {
+                match self {
+                    $(Op::$op => op_table!(@is_unary $kind),)*
+                    Op::Unsupported => false,
+                }
+            }
+
             /// The element-wise ops' probe for the start-up fidelity check: ggml's constructor
             /// (`ggml_<name>`) and whether it takes two sources (the `binary` module's ops).
             pub const fn probe(self) -> Option<(&'static str, bool)> {
@@ -105,6 +113,12 @@ macro_rules! op_table {
     };
     (@probe ; $($module:ident)?) => {
         None
+    };
+    (@is_unary unary) => {
+        true
+    };
+    (@is_unary op) => {
+        false
     };
     (@since $year:literal) => {
         true

@@ -1,7 +1,7 @@
 //! The SIMD backend's graph executor: what it supports, and running a graph node by node, each
 //! node's rows split across the thread pool.
 
-use super::op::{GgmlNames, Kernel, Node, Op};
+use super::op::{Kernel, Node, Op};
 use super::{node, ops};
 use super::ops::mul_mat::streamed::{siblings, Ahead, Later, Streamed, LOOKAHEAD};
 use super::pool::Session;
@@ -180,8 +180,10 @@ fn streamed_product<R: Rev>(t: &Tensor<R>, n: &Node) -> Option<Streamed> {
 fn node_key<R: Rev>(t: &Tensor<R>) -> String {
     let mut key = crate::host::op_name::<R>(t.op).to_string();
     let op = node::op(t);
-    if let GgmlNames::unary(_) = op.ggml() {
-        key.push_str(&format!("({})", op.name().to_lowercase()));
+    // (UNARY's op by its constructor's name, e.g. "(silu)": no name table or case mapping in the
+    // phone library, whose size budget is tight)
+    if let (true, Some((name, _))) = (op.is_unary(), op.probe()) {
+        key.push_str(&format!("({})", name));
     }
     let d = node::raw(t);
     let mut shape = |r: &Raw| key.push_str(&format!(" t{}[{}x{}x{}x{}]", r.ty, r.ne[0], r.ne[1], r.ne[2], r.ne[3]));
