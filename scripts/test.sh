@@ -212,19 +212,22 @@ stages_beside_wait
 # .so files loaded into glibc programs over a bionic shim and called, aarch64 under qemu-user
 # (scripts/android-load.sh), beside the aarch64 stages (both keep ~1.4-1.5 of the 2 cores busy alone:
 # cross.sh compiles, qemu runs one process at a time). GGML_RS_SKIP_CROSS=1 skips both, GGML_RS_SKIP_ANDROID_LOAD=1 the second.
-# The test command leaves out two of cross.sh's builds unless GGML_RS_CROSS_ALL=1: the Intel-Mac
-# simulator (x86_64-apple-ios, with the fat simulator archive) and the x86_64 Android library
-# without SIMD; each is one more build of std from source, about a minute of a cold run on 2 cores,
-# for code the other targets compile too (`bash scripts/cross.sh` builds all of them).
+# The test command leaves out three of cross.sh's builds unless GGML_RS_CROSS_ALL=1: the Intel-Mac
+# simulator (x86_64-apple-ios, with the fat simulator archive), the x86_64 Android library (the
+# emulators' ABI; fat LTO, with its android-load run) and that library without SIMD; each is one
+# more build of std from source, a minute or more of a cold run on 2 cores whose tail is CPU-bound,
+# for code the other targets compile too (`bash scripts/cross.sh` builds all of them; the x86 SIMD
+# kernels themselves run in the suites above).
 if [ "${GGML_RS_SKIP_CROSS:-0}" != 1 ]; then
-  cross_targets=()
+  cross_targets=() load_targets=()
   if [ "${GGML_RS_CROSS_ALL:-0}" != 1 ]; then
-    cross_targets=(aarch64-linux-android x86_64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+    cross_targets=(aarch64-linux-android aarch64-apple-ios aarch64-apple-ios-sim)
+    load_targets=(aarch64-linux-android)
     export CROSS_NOSIMD_TARGETS="${CROSS_NOSIMD_TARGETS-aarch64-linux-android}"
   fi
   phones() {
     bash scripts/cross.sh ${cross_targets[@]+"${cross_targets[@]}"} || return
-    [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || bash scripts/android-load.sh
+    [ "${GGML_RS_SKIP_ANDROID_LOAD:-0}" = 1 ] || bash scripts/android-load.sh ${load_targets[@]+"${load_targets[@]}"}
   }
   stage_beside "phone builds and android .so loaded (cross.sh, android-load.sh)" phones
 fi
