@@ -183,20 +183,6 @@ if [ "${GGML_RS_SKIP_VULKAN:-0}" != 1 ]; then
   stage "ggml-vulkan on lavapipe (test-vulkan.sh --bounded)" bash scripts/test-vulkan.sh --bounded
 fi
 
-# On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
-# AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu.
-# (Beside the llama.rn 0.13 stage, which compiles: these mostly run one test at a time.)
-if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
-  avx2_only() {
-    export GGML_RS_SIMD_AVX2_ONLY=1
-    cargo test --release -p ggml-rs-kernels &&
-      cargo test --release --lib simd &&
-      # (the op suites and the single-host runs: the assistant's SIMD runs repeat what these check)
-      ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
-  }
-  stage_beside "SIMD kept to AVX2 (cargo test kernels, simd; ctest -R simd)" avx2_only
-fi
-
 # llama.rn 0.13.0-rc.5 (npm release candidate; llama.cpp b11118, unprefixed ggml) built from its own
 # source lists stock and on the library (--features ggml-b11118): SmolLM2 tokens + logits, static,
 # shared and plain archives, bit-identical to stock (scripts/test-rn013.sh; docs/llama-rn-0.13.md).
@@ -204,7 +190,18 @@ fi
 if [ "${GGML_RS_SKIP_RN013:-0}" != 1 ]; then
   stage "llama.rn 0.13.0-rc.5 (test-rn013.sh)" bash scripts/test-rn013.sh
 fi
-stages_beside_wait
+
+# On a CPU with AVX-512 or AVX-VNNI the SIMD suites above ran those kernels; run them again kept to
+# AVX2 (GGML_RS_SIMD_AVX2_ONLY=1) so both x86 paths are checked bit for bit against ggml-cpu. (Not
+# beside a compiling stage: its SIMD host runs slow down more than the pair saves, 3m37s against
+# 2m38s one after the other beside llama.rn 0.13's build.)
+if grep -qwE 'avx512f|avx_vnni' /proc/cpuinfo 2>/dev/null; then
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test kernels (AVX2 only)" cargo test --release -p ggml-rs-kernels
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "cargo test simd (AVX2 only)" cargo test --release --lib simd
+  # (the op suites and the single-host runs: the assistant's SIMD runs repeat what these check)
+  GGML_RS_SIMD_AVX2_ONLY=1 stage "ctest -R simd (AVX2 only)" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$JOBS" -R simd -E assistant
+fi
+
 
 # The phones: static libraries cross-built for Android (aarch64, x86_64) and iOS (device, simulator)
 # and the Android shared libraries (no NDK: zig cc from PyPI), checked: object format, platform,
